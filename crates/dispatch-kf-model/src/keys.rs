@@ -1,0 +1,100 @@
+//! Every label, annotation, name and value the adapter shares with the cluster, in one
+//! place. `d/` in the docs is [`PREFIX`] here.
+
+/// dispatch's domain prefix.
+pub const PREFIX: &str = "dispatch.phpboyscout.uk/";
+
+/// Label: the JobId, canonical upper case.
+pub const LABEL_JOB_ID: &str = "dispatch.phpboyscout.uk/job-id";
+/// Label: the submission N.
+pub const LABEL_SUBMISSION: &str = "dispatch.phpboyscout.uk/submission";
+/// Label: always [`MANAGED_BY_DISPATCH`].
+pub const LABEL_MANAGED_BY: &str = "dispatch.phpboyscout.uk/managed-by";
+/// The value of [`LABEL_MANAGED_BY`].
+pub const MANAGED_BY_DISPATCH: &str = "dispatch";
+
+/// Annotation (TrainJob): `dispatch job <JobId> generation <G> submission <N> a=<attempt>`.
+pub const ANN_COMMENT: &str = "dispatch.phpboyscout.uk/comment";
+/// Annotation (TrainJob, runtime copy): `<attempt>-<16 lower-case hex>`.
+pub const ANN_ATTEMPT_TOKEN: &str = "dispatch.phpboyscout.uk/attempt-token";
+/// Annotation (TrainJob): the generation G.
+pub const ANN_GENERATION: &str = "dispatch.phpboyscout.uk/generation";
+/// Annotation (runtime copy): `<Kind>/<name>` of the runtime it copies.
+pub const ANN_RUNTIME_SOURCE: &str = "dispatch.phpboyscout.uk/runtime-source";
+/// Annotation (TrainJob in plain mode; every pod): the admission count A.
+pub const ANN_ADMISSION: &str = "dispatch.phpboyscout.uk/admission";
+/// Annotation (the held object): the hold instance in force.
+pub const ANN_HOLD_INSTANCE: &str = "dispatch.phpboyscout.uk/hold-instance";
+
+/// dispatch's start gate, named in [`KUEUE_ADMISSION_GATED_BY`].
+pub const START_GATE: &str = "dispatch.phpboyscout.uk/start";
+/// The field manager of dispatch's runtime patch.
+pub const RUNTIME_PATCH_MANAGER: &str = "dispatch.phpboyscout.uk/adapter";
+/// Node selector key of the preflight probe; no node carries it.
+pub const PROBE_NODE_SELECTOR: &str = "dispatch.phpboyscout.uk/probe";
+/// The value of [`PROBE_NODE_SELECTOR`].
+pub const PROBE_NODE_SELECTOR_VALUE: &str = "never";
+/// `spec.controllerName` of dispatch's AdmissionCheck.
+pub const GATE_CONTROLLER_NAME: &str = "dispatch.phpboyscout.uk/readmission-gate";
+
+/// Kueue label: the LocalQueue (Kueue mode, TrainJob only).
+pub const KUEUE_QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
+/// Kueue annotation: the admission gates still closed.
+pub const KUEUE_ADMISSION_GATED_BY: &str = "kueue.x-k8s.io/admission-gated-by";
+/// Kueue label on a Workload: the UID of the job it stands for.
+pub const KUEUE_JOB_UID: &str = "kueue.x-k8s.io/job-uid";
+
+/// JobSet label on its pods: the JobSet's name.
+pub const JOBSET_NAME: &str = "jobset.sigs.k8s.io/jobset-name";
+/// JobSet label on its pods: the restart attempt J.
+pub const JOBSET_RESTART_ATTEMPT: &str = "jobset.sigs.k8s.io/restart-attempt";
+/// JobSet label on its pods: the replicated job's name.
+pub const JOBSET_REPLICATED_JOB: &str = "jobset.sigs.k8s.io/replicatedjob-name";
+/// JobSet label on its pods: the index of the Job within its replicated job.
+pub const JOBSET_JOB_INDEX: &str = "jobset.sigs.k8s.io/job-index";
+/// Kubernetes label on an indexed Job's pods: the completion index (the rank).
+pub const JOB_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
+
+/// Trainer label on a runtime's replicated job: which step it runs.
+pub const TRAINER_ANCESTOR_STEP: &str = "trainer.kubeflow.org/trainjob-ancestor-step";
+/// The value of [`TRAINER_ANCESTOR_STEP`] on the trainer step.
+pub const TRAINER_STEP: &str = "trainer";
+/// The container the Trainer puts the job's image and command in.
+pub const NODE_CONTAINER: &str = "node";
+
+/// `spec.managedBy` of a TrainJob the Trainer's own controller manages.
+pub const TRAINER_CONTROLLER: &str = "trainer.kubeflow.org/trainjob-controller";
+/// `spec.managedBy` of a JobSet JobSet's own controller manages.
+pub const JOBSET_CONTROLLER: &str = "jobset.sigs.k8s.io/jobset-controller";
+
+/// The taint that says a node is out of service and its pods may go.
+pub const TAINT_OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
+
+/// The Trainer's API group and version.
+pub const TRAINER_API_VERSION: &str = "trainer.kubeflow.org/v1alpha1";
+/// The Trainer's API group.
+pub const TRAINER_GROUP: &str = "trainer.kubeflow.org";
+/// JobSet's API group and version.
+pub const JOBSET_API_VERSION: &str = "jobset.x-k8s.io/v1alpha2";
+/// Kueue's API group and version for Workloads.
+pub const KUEUE_API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
+
+/// The environment variables dispatch adds, in the order it adds them.
+pub mod env {
+    /// The JobId.
+    pub const JOB_ID: &str = "DISPATCH_JOB_ID";
+    /// The submission N.
+    pub const SUBMISSION: &str = "DISPATCH_SUBMISSION";
+    /// The attempt.
+    pub const ATTEMPT: &str = "DISPATCH_ATTEMPT";
+    /// G × 10^6 + N.
+    pub const EPOCH_PREFIX: &str = "DISPATCH_K8S_EPOCH_PREFIX";
+    /// The pod's admission count A, from the downward API.
+    pub const ADMISSION: &str = "DISPATCH_K8S_ADMISSION";
+    /// The pod's restart attempt J, from the downward API.
+    pub const RESTART_ATTEMPT: &str = "DISPATCH_K8S_RESTART_ATTEMPT";
+    /// The working directory, only when the job sets one.
+    pub const WORKDIR: &str = "DISPATCH_K8S_WORKDIR";
+    /// The prefix every dispatch variable has; a job may not use it.
+    pub const RESERVED_PREFIX: &str = "DISPATCH_";
+}

@@ -1,0 +1,119 @@
+//! Object names: `dj-<jobid lowercase>-s<N>`, made and parsed in one place.
+
+use dispatch_core::JobId;
+
+/// The largest submission number.
+pub const MAX_SUBMISSION: u32 = 999_999;
+
+/// The longest name [`make`] returns: `dj-` + 26 + `-s` + 6 digits.
+pub const MAX_LEN: usize = 37;
+
+/// The name of submission `submission` of `job`'s TrainJob and runtime copy.
+///
+/// A valid RFC 1035 label of at most [`MAX_LEN`] characters for every submission in
+/// 1 to [`MAX_SUBMISSION`].
+pub fn make(job: &JobId, submission: u32) -> String {
+    format!("dj-{}-s{submission}", job.to_lowercase())
+}
+
+/// The job and submission a name encodes, or `None` when [`make`] would never write it
+/// (total and exact: `parse(&make(j, n)) == Some((j, n))`).
+pub fn parse(name: &str) -> Option<(JobId, u32)> {
+    let rest = name.strip_prefix("dj-")?;
+    let (id, n) = rest.split_at_checked(JobId::LEN)?;
+    let digits = n.strip_prefix("-s")?;
+    if id.bytes().any(|b| b.is_ascii_uppercase()) {
+        return None;
+    }
+    let job = JobId::parse(&id.to_ascii_uppercase()).ok()?;
+    let submission = parse_canonical_decimal(digits)?;
+    let submission = u32::try_from(submission).ok().filter(|n| (1..=MAX_SUBMISSION).contains(n))?;
+    Some((job, submission))
+}
+
+/// A decimal of 1 or more written without sign or leading zero, as dispatch writes
+/// counters and hold instances; `None` for anything else.
+pub fn parse_canonical_decimal(text: &str) -> Option<u64> {
+    let bytes = text.as_bytes();
+    let canonical = !bytes.is_empty()
+        && bytes.len() <= 19
+        && bytes[0] != b'0'
+        && bytes.iter().all(u8::is_ascii_digit);
+    if canonical { text.parse().ok() } else { None }
+}
+
+/// Whether `name` is an RFC 1035 label: at most 63 lower-case letters, digits and `-`,
+/// starting with a letter and ending with a letter or digit.
+pub fn is_rfc1035_label(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes[0].is_ascii_lowercase()
+        && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn job() -> JobId {
+        JobId::parse("01JDQ4V8Z6K3M0B7X2N5R9T1CE").unwrap()
+    }
+
+    #[test]
+    fn names_look_like_this() {
+        assert_eq!(make(&job(), 1), "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1");
+        assert_eq!(make(&job(), MAX_SUBMISSION).len(), MAX_LEN);
+    }
+
+    #[test]
+    fn parse_refuses_what_make_never_writes() {
+        for bad in [
+            "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s0",
+            "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s01",
+            "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1000000",
+            "dj-01JDQ4V8Z6K3M0B7X2N5R9T1CE-s1",
+            "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s",
+            "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s+1",
+            "dj-91jdq4v8z6k3m0b7x2n5r9t1ce-s1",
+            "xj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1",
+            "dj-01jdq4v8z6k3m0b7x2n5r9t1ce",
+            "dj-é1jdq4v8z6k3m0b7x2n5r9t1c-s1",
+            "",
+        ] {
+            assert_eq!(parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn canonical_decimals_only() {
+        assert_eq!(parse_canonical_decimal("1"), Some(1));
+        assert_eq!(parse_canonical_decimal("42"), Some(42));
+        for bad in ["", "0", "01", "+1", "-1", "1.0", " 1", "1e3", "99999999999999999999"] {
+            assert_eq!(parse_canonical_decimal(bad), None, "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn names_are_short_rfc1035_labels_and_round_trip(
+            id in "[0-7][0-9A-HJKMNP-TV-Z]{25}",
+            n in 1..=MAX_SUBMISSION,
+        ) {
+            let job = JobId::parse(&id).unwrap();
+            let name = make(&job, n);
+            prop_assert!(name.len() <= MAX_LEN);
+            prop_assert!(is_rfc1035_label(&name), "{}", name);
+            prop_assert_eq!(parse(&name), Some((job, n)));
+        }
+
+        #[test]
+        fn parse_is_total_and_exact(name in "\\PC{0,48}") {
+            if let Some((job, n)) = parse(&name) {
+                prop_assert_eq!(make(&job, n), name);
+            }
+        }
+    }
+}

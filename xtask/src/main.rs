@@ -1,0 +1,48 @@
+//! `cargo xtask`: the project's workflows as plain Rust.
+//!
+//! - `cargo xtask test`: every test of the workspace (what `.ci/run` runs).
+//! - `cargo xtask ci`: formatting, clippy with warnings denied, docs, then the tests.
+
+mod run;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cargo xtask <test|ci>
+
+  test   run every test of the workspace
+  ci     cargo fmt --check, clippy -D warnings, cargo doc, then test";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("test") => test(&args[1..]),
+        Some("ci") => ci(),
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Every test of the workspace; extra arguments go to `cargo test`.
+fn test(extra: &[String]) -> run::Result {
+    let mut args = vec!["test", "--workspace", "--all-targets", "--locked"];
+    args.extend(extra.iter().map(String::as_str));
+    run::cargo(&args)?;
+    run::cargo(&["test", "--workspace", "--doc", "--locked"])
+}
+
+/// What CI checks beyond the tests: formatting, lints and docs.
+fn ci() -> run::Result {
+    run::cargo(&["fmt", "--all", "--check"])?;
+    run::cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"])?;
+    run::cargo_env(&["doc", "--workspace", "--no-deps", "--locked"], &[("RUSTDOCFLAGS", "-D warnings")])?;
+    test(&[])
+}
