@@ -43,6 +43,9 @@ fn test(extra: &[String]) -> run::Result {
 fn ci() -> run::Result {
     run::cargo(&["fmt", "--all", "--check"])?;
     run::cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"])?;
-    run::cargo_env(&["doc", "--workspace", "--no-deps", "--locked"], &[("RUSTDOCFLAGS", "-D warnings")])?;
+    run::cargo_env(
+        &["doc", "--workspace", "--no-deps", "--locked"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
     test(&[])
 }

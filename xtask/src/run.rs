@@ -29,5 +29,9 @@ pub(crate) fn cargo_env(args: &[&str], env: &[(&str, &str)]) -> Result {
         .current_dir(project_root())
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if status.success() { Ok(()) } else { Err(format!("cargo {} failed: {status}", args.join(" "))) }
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("cargo {} failed: {status}", args.join(" ")))
+    }
 }

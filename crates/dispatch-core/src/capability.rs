@@ -1,7 +1,9 @@
 //! What a backend can do: a [`Support`] per [`Capability`].
 
 /// A capability the supervisor asks every backend about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Capability {
     /// Runs a container image the job names.
     ContainerImage,

@@ -8,7 +8,9 @@ use jiff::Timestamp;
 use crate::JobId;
 
 /// The kind of scheduler object an observation is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum ObjectKind {
     /// A Kubeflow Trainer TrainJob: the object dispatch makes.
     TrainJob,
@@ -34,7 +36,9 @@ impl ObjectKind {
 
 /// Names one object of one backend: what Start returns and Inspect, Stop and the hold
 /// family take.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObjectRef {
     /// The backend's configured name.
@@ -50,7 +54,9 @@ pub struct ObjectRef {
 }
 
 /// The coarse state of one object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ObjectState {
     /// Not running yet, and not held.
@@ -67,7 +73,9 @@ pub enum ObjectState {
 
 /// Why an object is in its state: a closed list, with `unknown` for what the adapter
 /// cannot map.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum CauseKind {
     /// No cause: success, or nothing to explain.
@@ -159,7 +167,9 @@ impl std::fmt::Display for ObjectState {
 }
 
 /// Who said so.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Provenance {
     /// The scheduler (Kubernetes, JobSet, Kueue, the Trainer).
@@ -191,7 +201,14 @@ pub struct Cause {
 impl Cause {
     /// The cause of an object with nothing to explain.
     pub fn none() -> Cause {
-        Cause { kind: CauseKind::None, provenance: None, actor: None, detail: String::new(), exit_code: None, at: None }
+        Cause {
+            kind: CauseKind::None,
+            provenance: None,
+            actor: None,
+            detail: String::new(),
+            exit_code: None,
+            at: None,
+        }
     }
 }
 

@@ -3,7 +3,9 @@
 use crate::{CauseKind, Error};
 
 /// What the supervisor does when an object ends with a covered cause.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Action {
     /// Start the next submission.
@@ -95,10 +97,7 @@ impl RecoveryPolicy {
 
     /// The causes an object can end with that no rule covers.
     pub fn uncovered(&self) -> Vec<CauseKind> {
-        ENDING_CAUSES
-            .into_iter()
-            .filter(|c| !self.rules.iter().any(|r| r.on.contains(c)))
-            .collect()
+        ENDING_CAUSES.into_iter().filter(|c| !self.rules.iter().any(|r| r.on.contains(c))).collect()
     }
 }
 

@@ -118,7 +118,9 @@ impl JobSpec {
             } else if !is_env_key(key) {
                 problems.push(format!("env key {key:?} is malformed: want [A-Za-z_][A-Za-z0-9_]*"));
             } else if key.starts_with("DISPATCH_") {
-                problems.push(format!("env key {key} is reserved: keys beginning DISPATCH_ are dispatch's"));
+                problems.push(format!(
+                    "env key {key} is reserved: keys beginning DISPATCH_ are dispatch's"
+                ));
             }
         }
         if self.nodes < 1 {
@@ -180,7 +182,11 @@ mod tests {
     use super::*;
 
     fn valid() -> JobSpec {
-        JobSpec { command: vec!["python".into(), "train.py".into()], nodes: 1, ..JobSpec::default() }
+        JobSpec {
+            command: vec!["python".into(), "train.py".into()],
+            nodes: 1,
+            ..JobSpec::default()
+        }
     }
 
     #[test]

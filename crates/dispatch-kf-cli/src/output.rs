@@ -53,7 +53,10 @@ pub(crate) fn read_input(path: &str) -> Result<Vec<u8>, Error> {
 }
 
 /// Writes `value` to standard output as JSON (pretty) or YAML.
-pub(crate) fn print_structured<T: serde::Serialize>(value: &T, format: Format) -> Result<(), Error> {
+pub(crate) fn print_structured<T: serde::Serialize>(
+    value: &T,
+    format: Format,
+) -> Result<(), Error> {
     let text = match format {
         Format::Yaml => serde_yaml_ng::to_string(value)
             .map_err(|e| Error::invalid(format!("cannot write YAML: {e}")))?,

@@ -1,7 +1,9 @@
 //! [`Mode`]: whether Kueue admits the adapter's TrainJobs.
 
 /// How the adapter's TrainJobs are admitted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// No Kueue: the start gate and holds are `spec.suspend` on the TrainJob.
