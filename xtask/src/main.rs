@@ -2,8 +2,12 @@
 //!
 //! - `cargo xtask test`: every test of the workspace (what `.ci/run` runs).
 //! - `cargo xtask ci`: formatting, clippy with warnings denied, docs, then the tests.
+//!
+//! `tidy.rs` holds checks on the codebase itself, run as tests.
 
 mod run;
+#[cfg(test)]
+mod tidy;
 
 use std::process::ExitCode;
 
