@@ -135,12 +135,10 @@ impl JobSpec {
         if let Some(limit) = self.time_limit.filter(|t| t.is_negative()) {
             problems.push(format!("timeLimit is {limit}: want 0 or more"));
         }
-        if let Some(checkpoint) = &self.checkpoint {
-            if !is_checkpoint(checkpoint) {
-                problems.push(format!(
-                    "checkpoint {checkpoint:?} is neither an absolute path nor an s3://bucket/... URL"
-                ));
-            }
+        if let Some(checkpoint) = self.checkpoint.as_ref().filter(|c| !is_checkpoint(c)) {
+            problems.push(format!(
+                "checkpoint {checkpoint:?} is neither an absolute path nor an s3://bucket/... URL"
+            ));
         }
         problems
     }

@@ -1,0 +1,178 @@
+//! [`Cluster`]: the apiserver connection, and [`Cluster::call`], through which every
+//! request goes to be classified.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use dispatch_core::{CallContext, Error, Result};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use crate::error_map::{Outcome, RequestClass, before_sending, sentinel};
+use crate::transport::outcome_of;
+
+/// Where the cluster's configuration comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// A kubeconfig file; `None` means the in-cluster configuration, then the default
+    /// kubeconfig.
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context; `None` is the file's current context.
+    pub context: Option<String>,
+    /// How long one unary request may wait for its answer.
+    pub request_timeout: Duration,
+}
+
+/// The apiserver, as two kube clients: one for unary requests (with a read timeout, so
+/// a silent server cannot hang a call) and one for watches and log follows (without).
+#[derive(Clone)]
+pub struct Cluster {
+    unary: kube::Client,
+    streaming: kube::Client,
+}
+
+impl Cluster {
+    /// Loads the configuration and builds the clients. A configuration that cannot load
+    /// is `Invalid`.
+    pub async fn connect(config: &ClusterConfig) -> Result<Cluster> {
+        let kube_config = load(config).await?;
+        Cluster::from_kube_config(kube_config, config.request_timeout)
+    }
+
+    /// Builds the clients from a loaded kube configuration.
+    pub fn from_kube_config(
+        mut config: kube::Config,
+        request_timeout: Duration,
+    ) -> Result<Cluster> {
+        // The client owns its retries: kube's default retries 429/503/504 silently.
+        config.default_retry = false;
+        let mut unary = config.clone();
+        unary.read_timeout = Some(request_timeout);
+        unary.reset_reader_on_write = true;
+        let mut streaming = config;
+        streaming.read_timeout = None;
+        // Building a client runs an exec token source once: its failure is the token
+        // source failing (Unauthorized), anything else a configuration that cannot load.
+        let build = |c: kube::Config| {
+            kube::Client::try_from(c).map_err(|e| match e {
+                kube::Error::Auth(_) => {
+                    Error::unauthorized(format!("the token source failed: {e}")).with_source(e)
+                }
+                _ => Error::invalid(format!("cannot build a client from the configuration: {e}"))
+                    .with_source(e),
+            })
+        };
+        Ok(Cluster { unary: build(unary)?, streaming: build(streaming)? })
+    }
+
+    /// Runs one unary request of `class`, described by `what` (`get TrainJob ns/name`),
+    /// and classifies its failure: the only place a request's failure becomes a sentinel.
+    pub async fn call<T, F, Fut>(
+        &self,
+        cx: &CallContext,
+        class: RequestClass,
+        what: &str,
+        request: F,
+    ) -> Result<T>
+    where
+        F: FnOnce(kube::Client) -> Fut,
+        Fut: Future<Output = kube::Result<T>>,
+    {
+        self.call_on(self.unary.clone(), cx, class, what, request).await
+    }
+
+    /// As [`Cluster::call`], on the client without a read timeout (watches, follows).
+    pub async fn call_streaming<T, F, Fut>(
+        &self,
+        cx: &CallContext,
+        class: RequestClass,
+        what: &str,
+        request: F,
+    ) -> Result<T>
+    where
+        F: FnOnce(kube::Client) -> Fut,
+        Fut: Future<Output = kube::Result<T>>,
+    {
+        self.call_on(self.streaming.clone(), cx, class, what, request).await
+    }
+
+    async fn call_on<T, F, Fut>(
+        &self,
+        client: kube::Client,
+        cx: &CallContext,
+        class: RequestClass,
+        what: &str,
+        request: F,
+    ) -> Result<T>
+    where
+        F: FnOnce(kube::Client) -> Fut,
+        Fut: Future<Output = kube::Result<T>>,
+    {
+        before_sending(class, cx, Instant::now()).map_err(|e| e.context(what))?;
+        let deadline = async {
+            match cx.deadline {
+                Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            result = request(client) => result.map_err(|e| classify(class, what, e)),
+            () = cx.cancel.cancelled() => Err(interrupted(class, what, "the call was cancelled")),
+            () = deadline => Err(interrupted(class, what, "the call's deadline passed")),
+        }
+    }
+}
+
+/// A failed request's error: the sentinel from the table, the message from the answer.
+pub(crate) fn classify(class: RequestClass, what: &str, err: kube::Error) -> Error {
+    let outcome = outcome_of(&err);
+    let (kind, _) = sentinel(class, &outcome);
+    let message = match (&outcome, &err) {
+        (Outcome::Answered { code, reason }, kube::Error::Api(status)) => {
+            let reason = if reason.is_empty() { String::new() } else { format!(" {reason}") };
+            format!("{what}: {} ({code}{reason})", status.message.trim())
+        }
+        (Outcome::TokenFailed, _) => format!("{what}: the token source failed: {err}"),
+        (Outcome::NotSent, _) => format!("{what}: not sent: {err}"),
+        _ if class.is_write() && kind == dispatch_core::Kind::OutcomeUnknown => {
+            format!("{what}: no definite answer, it may have taken effect: {err}")
+        }
+        _ => format!("{what}: no definite answer: {err}"),
+    };
+    Error::new(kind, message).with_source(err)
+}
+
+/// A request interrupted in flight: it may have been sent.
+fn interrupted(class: RequestClass, what: &str, why: &str) -> Error {
+    let (kind, _) = sentinel(class, &Outcome::MaybeSent);
+    let tail = if kind == dispatch_core::Kind::OutcomeUnknown {
+        " while the request was in flight; it may have taken effect"
+    } else {
+        " while the request was in flight"
+    };
+    Error::new(kind, format!("{what}: {why}{tail}"))
+}
+
+/// Loads the kube configuration the settings name.
+async fn load(config: &ClusterConfig) -> Result<kube::Config> {
+    let options =
+        KubeConfigOptions { context: config.context.clone(), ..KubeConfigOptions::default() };
+    let invalid = |what: String, e: kube::config::KubeconfigError| {
+        Error::invalid(format!("{what}: {e}")).with_source(e)
+    };
+    match &config.kubeconfig {
+        Some(path) => {
+            let file = Kubeconfig::read_from(path)
+                .map_err(|e| invalid(format!("cannot load kubeconfig {}", path.display()), e))?;
+            kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .map_err(|e| invalid(format!("cannot use kubeconfig {}", path.display()), e))
+        }
+        None => match kube::Config::incluster() {
+            Ok(c) if config.context.is_none() => Ok(c),
+            _ => kube::Config::from_kubeconfig(&options).await.map_err(|e| {
+                invalid("no in-cluster configuration and no usable kubeconfig".into(), e)
+            }),
+        },
+    }
+}

@@ -1,0 +1,308 @@
+//! The one place where a request's outcome becomes a sentinel.
+//!
+//! The rows are the tables of `seeds/error-mapping.txt`: "From the apiserver" (first
+//! matching row applies), "Requests made directly" (pods/log and discovery), and "Two
+//! cases are decided before a request goes out". Nothing else in the project inspects
+//! how a request failed.
+
+use std::time::Instant;
+
+use dispatch_core::{CallContext, Error, Kind};
+
+/// What kind of request it was: the mapping depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestClass {
+    /// A get, list or watch.
+    Read,
+    /// A create, update, patch or delete.
+    Write,
+    /// A write made by Open, Hold or Release: these need a deadline.
+    HoldWrite,
+    /// A pods/log request, made directly rather than through the dynamic client.
+    PodsLog,
+    /// A group-version discovery request: 404 means "not served", not an error.
+    Discovery,
+}
+
+impl RequestClass {
+    /// Whether a request of this class changes the cluster.
+    pub fn is_write(self) -> bool {
+        matches!(self, RequestClass::Write | RequestClass::HoldWrite)
+    }
+
+    /// Whether requests of this class are mapped plainly, by status code alone.
+    fn is_direct(self) -> bool {
+        matches!(self, RequestClass::PodsLog | RequestClass::Discovery)
+    }
+}
+
+/// What happened to a request that did not succeed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The apiserver answered with an error status.
+    Answered {
+        /// The HTTP status code.
+        code: u16,
+        /// The `Status` reason (`NotFound`, `AlreadyExists`, `Conflict`, `Expired`, ...),
+        /// empty when the body was not a `Status`.
+        reason: String,
+    },
+    /// The token source failed or returned an empty token: nothing was sent.
+    TokenFailed,
+    /// Provably not sent: the connection could not be made (dial, DNS, TLS), or the
+    /// call's deadline passed before the request went out.
+    NotSent,
+    /// Sent, and no answer came: a timeout, a reset, an incomplete message.
+    SentNoAnswer,
+    /// Anything else: it may have been sent.
+    MaybeSent,
+}
+
+impl Outcome {
+    fn code(&self) -> Option<u16> {
+        match self {
+            Outcome::Answered { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    fn reason_is(&self, want: &str) -> bool {
+        matches!(self, Outcome::Answered { reason, .. } if reason == want)
+    }
+
+    /// Whether the request provably never reached the apiserver.
+    fn provably_not_sent(&self) -> bool {
+        matches!(self, Outcome::TokenFailed | Outcome::NotSent)
+    }
+}
+
+/// One row of a mapping table: when it matches, and the sentinel it gives.
+struct Row {
+    /// What the row says, in the page's words.
+    when: &'static str,
+    matches: fn(RequestClass, &Outcome) -> bool,
+    sentinel: Kind,
+}
+
+/// "From the apiserver": every request through the dynamic client. First match wins.
+const APISERVER: [Row; 9] = [
+    Row {
+        when: "the token source failed or returned an empty token",
+        matches: |_, o| *o == Outcome::TokenFailed,
+        sentinel: Kind::Unauthorized,
+    },
+    Row { when: "404 Not Found", matches: |_, o| o.code() == Some(404), sentinel: Kind::NotFound },
+    Row {
+        when: "409 and AlreadyExists: a create of a name that exists",
+        matches: |_, o| o.code() == Some(409) && o.reason_is("AlreadyExists"),
+        sentinel: Kind::Rejected,
+    },
+    Row {
+        when: "409 Conflict: a write whose precondition failed",
+        matches: |_, o| o.code() == Some(409),
+        sentinel: Kind::Rejected,
+    },
+    Row {
+        when: "401 Unauthorized, 403 Forbidden",
+        matches: |_, o| matches!(o.code(), Some(401 | 403)),
+        sentinel: Kind::Unauthorized,
+    },
+    Row {
+        when: "410 Gone, or the resource version expired",
+        matches: |_, o| o.code() == Some(410) || o.reason_is("Expired") || o.reason_is("Gone"),
+        sentinel: Kind::Unreachable,
+    },
+    Row {
+        when: "422 Invalid, 400 Bad Request, 405, 413, 406, 415",
+        matches: |_, o| matches!(o.code(), Some(422 | 400 | 405 | 413 | 406 | 415)),
+        sentinel: Kind::Rejected,
+    },
+    Row {
+        when: "a write with no definite answer, that may have reached the apiserver",
+        matches: |c, o| c.is_write() && !o.provably_not_sent() && !is_throttled(o),
+        sentinel: Kind::OutcomeUnknown,
+    },
+    Row {
+        when: "a read with no definite answer, or a write that provably was not sent",
+        matches: |_, _| true,
+        sentinel: Kind::Unreachable,
+    },
+];
+
+/// "Requests made directly": pods/log, and discovery (whose 404 the caller reads as
+/// "not served" before it gets here).
+const DIRECT: [Row; 4] = [
+    Row { when: "404", matches: |_, o| o.code() == Some(404), sentinel: Kind::NotFound },
+    Row {
+        when: "401 and 403",
+        matches: |_, o| matches!(o.code(), Some(401 | 403)) || *o == Outcome::TokenFailed,
+        sentinel: Kind::Unauthorized,
+    },
+    Row { when: "400", matches: |_, o| o.code() == Some(400), sentinel: Kind::Rejected },
+    Row { when: "any other status", matches: |_, _| true, sentinel: Kind::Unreachable },
+];
+
+/// 429 Too Many Requests: the apiserver's flow control refused the request before
+/// acting on it, so even a write provably did not take effect. (The page is silent;
+/// see docs/errors.md.)
+fn is_throttled(outcome: &Outcome) -> bool {
+    outcome.code() == Some(429)
+}
+
+/// The sentinel for a request of `class` that ended in `outcome`, and the row's words.
+pub fn sentinel(class: RequestClass, outcome: &Outcome) -> (Kind, &'static str) {
+    let table: &[Row] = if class.is_direct() { &DIRECT } else { &APISERVER };
+    let row = table
+        .iter()
+        .find(|row| (row.matches)(class, outcome))
+        .expect("the last row of every table matches everything");
+    (row.sentinel, row.when)
+}
+
+/// The message of a call whose deadline passed before its request went out.
+pub const DEADLINE_PASSED: &str = "the call's deadline passed before the request was sent";
+
+/// The two cases decided before a request goes out, checked at `now` on the caller's
+/// monotonic clock.
+pub fn before_sending(class: RequestClass, cx: &CallContext, now: Instant) -> Result<(), Error> {
+    let hold = class == RequestClass::HoldWrite;
+    if hold && cx.deadline.is_none() {
+        return Err(Error::invalid("a hold-family call needs a deadline: none was given"));
+    }
+    if cx.cancel.is_cancelled() {
+        return Err(Error::unreachable("the call was cancelled before the request was sent"));
+    }
+    match cx.deadline {
+        Some(deadline) if deadline <= now => {
+            Err(Error::new(if hold { Kind::Rejected } else { Kind::Unreachable }, DEADLINE_PASSED))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    use RequestClass::*;
+
+    fn answered(code: u16, reason: &str) -> Outcome {
+        Outcome::Answered { code, reason: reason.to_owned() }
+    }
+
+    fn kind(class: RequestClass, outcome: Outcome) -> Kind {
+        sentinel(class, &outcome).0
+    }
+
+    #[test]
+    fn token_failure_is_unauthorized_for_every_class() {
+        for class in [Read, Write, HoldWrite, PodsLog, Discovery] {
+            assert_eq!(kind(class, Outcome::TokenFailed), Kind::Unauthorized, "{class:?}");
+        }
+    }
+
+    #[test]
+    fn not_found_is_not_found() {
+        assert_eq!(kind(Read, answered(404, "NotFound")), Kind::NotFound);
+        assert_eq!(kind(Write, answered(404, "")), Kind::NotFound);
+    }
+
+    #[test]
+    fn already_exists_and_conflict_are_rejected() {
+        assert_eq!(kind(Write, answered(409, "AlreadyExists")), Kind::Rejected);
+        assert_eq!(kind(HoldWrite, answered(409, "Conflict")), Kind::Rejected);
+    }
+
+    #[test]
+    fn unauthorized_and_forbidden_are_unauthorized() {
+        assert_eq!(kind(Read, answered(401, "Unauthorized")), Kind::Unauthorized);
+        assert_eq!(kind(Write, answered(403, "Forbidden")), Kind::Unauthorized);
+    }
+
+    #[test]
+    fn gone_and_expired_are_unreachable_even_for_writes() {
+        assert_eq!(kind(Read, answered(410, "Gone")), Kind::Unreachable);
+        assert_eq!(kind(Read, answered(500, "Expired")), Kind::Unreachable);
+        assert_eq!(kind(Write, answered(410, "Expired")), Kind::Unreachable);
+    }
+
+    #[test]
+    fn invalid_requests_are_rejected() {
+        for code in [422, 400, 405, 413, 406, 415] {
+            assert_eq!(kind(Write, answered(code, "")), Kind::Rejected, "{code}");
+            assert_eq!(kind(Read, answered(code, "")), Kind::Rejected, "{code}");
+        }
+    }
+
+    #[test]
+    fn a_write_without_a_definite_answer_is_outcome_unknown() {
+        for outcome in [
+            Outcome::SentNoAnswer,
+            Outcome::MaybeSent,
+            answered(500, "InternalError"),
+            answered(503, "ServiceUnavailable"),
+            answered(504, "Timeout"),
+        ] {
+            assert_eq!(kind(Write, outcome.clone()), Kind::OutcomeUnknown, "{outcome:?}");
+            assert_eq!(kind(HoldWrite, outcome.clone()), Kind::OutcomeUnknown, "{outcome:?}");
+        }
+    }
+
+    #[test]
+    fn a_read_without_answer_or_a_write_not_sent_is_unreachable() {
+        for outcome in [Outcome::SentNoAnswer, Outcome::MaybeSent, answered(503, "")] {
+            assert_eq!(kind(Read, outcome), Kind::Unreachable);
+        }
+        assert_eq!(kind(Write, Outcome::NotSent), Kind::Unreachable);
+        assert_eq!(kind(Write, answered(429, "TooManyRequests")), Kind::Unreachable);
+    }
+
+    #[test]
+    fn direct_requests_map_plainly() {
+        for class in [PodsLog, Discovery] {
+            assert_eq!(kind(class, answered(404, "")), Kind::NotFound);
+            assert_eq!(kind(class, answered(401, "")), Kind::Unauthorized);
+            assert_eq!(kind(class, answered(403, "")), Kind::Unauthorized);
+            assert_eq!(kind(class, answered(400, "")), Kind::Rejected);
+            for other in [409, 410, 422, 500, 503] {
+                assert_eq!(kind(class, answered(other, "")), Kind::Unreachable, "{other}");
+            }
+            assert_eq!(kind(class, Outcome::SentNoAnswer), Kind::Unreachable);
+        }
+    }
+
+    #[test]
+    fn an_ended_context_is_unreachable_before_sending() {
+        let now = Instant::now();
+        let past = CallContext::with_deadline(now - Duration::from_secs(1));
+        let err = before_sending(Read, &past, now).unwrap_err();
+        assert_eq!((err.kind(), err.message()), (Kind::Unreachable, DEADLINE_PASSED));
+        assert!(before_sending(Write, &past, now).unwrap_err().is(Kind::Unreachable));
+        let cancelled = CallContext::background();
+        cancelled.cancel.cancel();
+        assert!(before_sending(Read, &cancelled, now).unwrap_err().is(Kind::Unreachable));
+        assert!(before_sending(Read, &CallContext::background(), now).is_ok());
+    }
+
+    #[test]
+    fn a_hold_family_call_whose_deadline_passed_is_rejected() {
+        let now = Instant::now();
+        let err = before_sending(HoldWrite, &CallContext::with_deadline(now), now).unwrap_err();
+        assert_eq!((err.kind(), err.message()), (Kind::Rejected, DEADLINE_PASSED));
+    }
+
+    #[test]
+    fn a_cancelled_hold_family_call_is_unreachable() {
+        let now = Instant::now();
+        let cx = CallContext::with_deadline(now + Duration::from_secs(5));
+        cx.cancel.cancel();
+        assert!(before_sending(HoldWrite, &cx, now).unwrap_err().is(Kind::Unreachable));
+    }
+
+    #[test]
+    fn a_hold_family_call_without_a_deadline_is_invalid() {
+        let err = before_sending(HoldWrite, &CallContext::background(), Instant::now());
+        assert!(err.unwrap_err().is(Kind::Invalid));
+    }
+}

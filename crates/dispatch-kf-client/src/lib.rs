@@ -1,0 +1,18 @@
+//! The apiserver for dispatch's Kubeflow backend, with every failure classified.
+//!
+//! Every request goes through [`Cluster::call`], which decides the two cases that are
+//! settled before a request goes out and turns any failure into the sentinel of
+//! `seeds/error-mapping.txt` through the one table in [`error_map`]. Nothing above this
+//! crate inspects a `kube::Error`.
+
+mod cluster;
+pub mod error_map;
+mod objects;
+pub mod resources;
+mod transport;
+
+pub use cluster::{Cluster, ClusterConfig};
+pub use error_map::{Outcome, RequestClass};
+pub use objects::{CONFLICT_TRIES, Edit, LIST_RESTARTS, Objects, is_conflict};
+pub use resources::Resource;
+pub use transport::outcome_of;

@@ -1,0 +1,236 @@
+//! [`Objects`]: the requests the adapter makes on one kind in one namespace, each
+//! classified through [`Cluster::call`], with the only retries the client owns: lists
+//! restart after 410 up to three times, and read-modify-write retries a conflict up to
+//! eight tries in all.
+
+use dispatch_core::{CallContext, Error, Kind, Result};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, ListParams, ObjectList, PartialObjectMeta, Patch,
+    PatchParams, PostParams, Preconditions, PropagationPolicy,
+};
+
+use crate::cluster::Cluster;
+use crate::error_map::RequestClass;
+use crate::resources::Resource;
+
+/// How many times a list restarts after its resource version expired.
+pub const LIST_RESTARTS: usize = 3;
+/// How many tries a read-modify-write makes in all before a conflict is final.
+pub const CONFLICT_TRIES: usize = 8;
+
+/// What a read-modify-write edit decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edit {
+    /// The object was changed: write it.
+    Write,
+    /// Nothing to change: write nothing.
+    Unchanged,
+}
+
+/// Requests on one kind, in one namespace (or cluster-wide for cluster-scoped kinds).
+pub struct Objects<'a> {
+    cluster: &'a Cluster,
+    resource: Resource,
+    namespace: Option<String>,
+}
+
+impl Cluster {
+    /// Requests on `resource` in `namespace` (ignored for cluster-scoped kinds).
+    pub fn objects(&self, resource: Resource, namespace: &str) -> Objects<'_> {
+        let namespace = resource.namespaced.then(|| namespace.to_owned());
+        Objects { cluster: self, resource, namespace }
+    }
+}
+
+impl Objects<'_> {
+    fn api(&self, client: kube::Client) -> Api<DynamicObject> {
+        let ar = self.resource.api_resource();
+        match &self.namespace {
+            Some(ns) => Api::namespaced_with(client, ns, &ar),
+            None => Api::all_with(client, &ar),
+        }
+    }
+
+    /// `get TrainJob training/dj-...`: how a request is named in messages.
+    fn what(&self, verb: &str, name: &str) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{verb} {} {ns}/{name}", self.resource.kind),
+            None => format!("{verb} {} {name}", self.resource.kind),
+        }
+    }
+
+    /// Gets one object; a missing one is `NotFound`.
+    pub async fn get(&self, cx: &CallContext, name: &str) -> Result<DynamicObject> {
+        let what = self.what("get", name);
+        self.cluster
+            .call(cx, RequestClass::Read, &what, |c| async move { self.api(c).get(name).await })
+            .await
+    }
+
+    /// Gets one object, or `None` when there is none.
+    pub async fn get_opt(&self, cx: &CallContext, name: &str) -> Result<Option<DynamicObject>> {
+        match self.get(cx, name).await {
+            Err(e) if e.is(Kind::NotFound) => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
+    /// Lists the objects matching `selector` (empty: all), restarting from scratch up
+    /// to [`LIST_RESTARTS`] times when the resource version expires.
+    pub async fn list(
+        &self,
+        cx: &CallContext,
+        selector: &str,
+    ) -> Result<ObjectList<DynamicObject>> {
+        let what = self.what("list", &format!("-l {selector:?}"));
+        let params = ListParams::default().labels(selector);
+        self.restarting(|| {
+            self.cluster.call(cx, RequestClass::Read, &what, |c| {
+                let params = params.clone();
+                async move { self.api(c).list(&params).await }
+            })
+        })
+        .await
+    }
+
+    /// Lists only the metadata of the objects matching `selector`, restarting as
+    /// [`Objects::list`] does: the bytes read stay small when only names are needed.
+    pub async fn list_metadata(
+        &self,
+        cx: &CallContext,
+        selector: &str,
+    ) -> Result<ObjectList<PartialObjectMeta<DynamicObject>>> {
+        let what = self.what("list metadata of", &format!("-l {selector:?}"));
+        let params = ListParams::default().labels(selector);
+        self.restarting(|| {
+            self.cluster.call(cx, RequestClass::Read, &what, |c| {
+                let params = params.clone();
+                async move { self.api(c).list_metadata(&params).await }
+            })
+        })
+        .await
+    }
+
+    async fn restarting<T, Fut>(&self, mut list: impl FnMut() -> Fut) -> Result<T>
+    where
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut restarts = 0;
+        loop {
+            match list().await {
+                Err(e) if answered(&e, 410) && restarts < LIST_RESTARTS => restarts += 1,
+                Err(e) if answered(&e, 410) => {
+                    return Err(e.context(format!("restarted {LIST_RESTARTS} times")));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Creates `object`; a name that exists is `Rejected`.
+    pub async fn create(&self, cx: &CallContext, object: &DynamicObject) -> Result<DynamicObject> {
+        let name = object.metadata.name.clone().unwrap_or_default();
+        let what = self.what("create", &name);
+        self.cluster
+            .call(cx, RequestClass::Write, &what, |c| async move {
+                self.api(c).create(&PostParams::default(), object).await
+            })
+            .await
+    }
+
+    /// Replaces `object`, which carries the resource version it was read at: a stale
+    /// one is a conflict (`Rejected`).
+    pub async fn replace(
+        &self,
+        cx: &CallContext,
+        class: RequestClass,
+        object: &DynamicObject,
+    ) -> Result<DynamicObject> {
+        let name = object.metadata.name.clone().unwrap_or_default();
+        let what = self.what("update", &name);
+        self.cluster
+            .call(cx, class, &what, |c| async move {
+                self.api(c).replace(&name, &PostParams::default(), object).await
+            })
+            .await
+    }
+
+    /// Applies a JSON merge patch to `name`.
+    pub async fn patch_merge(
+        &self,
+        cx: &CallContext,
+        class: RequestClass,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<DynamicObject> {
+        let what = self.what("patch", name);
+        self.cluster
+            .call(cx, class, &what, |c| async move {
+                self.api(c).patch(name, &PatchParams::default(), &Patch::Merge(patch)).await
+            })
+            .await
+    }
+
+    /// Deletes `name` in the background (the garbage collector removes its dependents
+    /// afterwards), only if its UID is still `uid` when one is given. A missing object
+    /// is `NotFound`; a UID that no longer matches is a conflict (`Rejected`).
+    pub async fn delete(&self, cx: &CallContext, name: &str, uid: Option<&str>) -> Result<()> {
+        let what = self.what("delete", name);
+        let params = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Background),
+            preconditions: uid
+                .map(|uid| Preconditions { uid: Some(uid.to_owned()), resource_version: None }),
+            ..DeleteParams::default()
+        };
+        self.cluster
+            .call(cx, RequestClass::Write, &what, |c| async move {
+                self.api(c).delete(name, &params).await.map(drop)
+            })
+            .await
+    }
+
+    /// Reads `name`, lets `edit` change it, and writes it back with the resource
+    /// version it was read at; on a conflict it reads again, up to [`CONFLICT_TRIES`]
+    /// tries in all. Returns the object as written (or as read, when unchanged).
+    pub async fn read_modify_write(
+        &self,
+        cx: &CallContext,
+        class: RequestClass,
+        name: &str,
+        mut edit: impl FnMut(&mut DynamicObject) -> Result<Edit>,
+    ) -> Result<DynamicObject> {
+        for _ in 0..CONFLICT_TRIES {
+            let mut object = self.get(cx, name).await?;
+            if edit(&mut object)? == Edit::Unchanged {
+                return Ok(object);
+            }
+            match self.replace(cx, class, &object).await {
+                Err(e) if is_conflict(&e) => continue,
+                other => return other,
+            }
+        }
+        Err(Error::rejected(format!(
+            "{}: a conflict: the object kept changing, {CONFLICT_TRIES} tries",
+            self.what("update", name)
+        )))
+    }
+}
+
+/// Whether `err` is the apiserver's answer with status `code`.
+fn answered(err: &Error, code: u16) -> bool {
+    api_status(err).is_some_and(|s| s.code == code || (code == 410 && s.reason == "Expired"))
+}
+
+/// Whether `err` is a 409 Conflict (a failed precondition), not AlreadyExists.
+pub fn is_conflict(err: &Error) -> bool {
+    api_status(err).is_some_and(|s| s.code == 409 && s.reason != "AlreadyExists")
+}
+
+/// The apiserver's `Status` beneath `err`, when it answered.
+fn api_status(err: &Error) -> Option<&kube::core::Status> {
+    let source = std::error::Error::source(err)?;
+    match source.downcast_ref::<kube::Error>()? {
+        kube::Error::Api(status) => Some(status),
+        _ => None,
+    }
+}
