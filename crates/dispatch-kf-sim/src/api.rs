@@ -1,0 +1,201 @@
+//! One request through the apiserver: authenticate, route, authorize (RBAC-lite), match
+//! fault rules, run the handler, settle the controllers when the store changed, and log
+//! the request. Synchronous, under the state lock; the server does the I/O.
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::apierror::ApiError;
+use crate::auth::Access;
+use crate::controllers;
+use crate::delete::{self, DeleteOptions};
+use crate::discovery;
+use crate::faults::{self, FaultAction};
+use crate::read;
+use crate::request::{self, Route};
+use crate::resources::RESOURCES;
+use crate::state::{RequestRecord, State};
+use crate::watch::{self, WatchStart};
+use crate::write;
+
+/// An HTTP request, read whole.
+pub(crate) struct Incoming {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) query: String,
+    pub(crate) token: Option<String>,
+    pub(crate) accept: String,
+    pub(crate) content_type: String,
+    pub(crate) user_agent: String,
+    pub(crate) body: Bytes,
+}
+
+/// What to send back.
+pub(crate) enum Reply {
+    Json(u16, Value),
+    /// Plain text (pods/log, `404 page not found`).
+    Text(u16, String),
+    Watch(WatchStart),
+    /// A `pods/log` stream with `follow=true`.
+    Follow(crate::logs::Follow),
+    /// Nothing: the connection is reset.
+    Reset,
+}
+
+/// The reply and what the server must do besides.
+pub(crate) struct Processed {
+    pub(crate) reply: Reply,
+    pub(crate) delay: Option<std::time::Duration>,
+}
+
+fn err(e: ApiError) -> Reply {
+    Reply::Json(e.code, e.to_status())
+}
+
+fn status_of(r: &Reply) -> Option<u16> {
+    match r {
+        Reply::Json(c, _) | Reply::Text(c, _) => Some(*c),
+        Reply::Watch(_) | Reply::Follow(_) => Some(200),
+        Reply::Reset => None,
+    }
+}
+
+pub(crate) fn process(state: &mut State, inc: &Incoming) -> Processed {
+    let q = request::query(&inc.query);
+    let mut record = RequestRecord {
+        method: inc.method.clone(),
+        path: inc.path.clone(),
+        query: inc.query.clone(),
+        user: None,
+        verb: "discovery".into(),
+        resource: String::new(),
+        name: String::new(),
+        status: None,
+        effect: false,
+        fault: None,
+    };
+    let rv0 = state.store.rv();
+    let mut delay = None;
+    let reply = run(state, inc, &q, &mut record, &mut delay);
+    record.status = status_of(&reply);
+    record.effect = state.store.rv() != rv0;
+    if record.effect && state.auto_settle {
+        controllers::settle(state);
+    }
+    state.log.push(record);
+    Processed { reply, delay }
+}
+
+fn run(
+    state: &mut State,
+    inc: &Incoming,
+    q: &std::collections::BTreeMap<String, String>,
+    record: &mut RequestRecord,
+    delay: &mut Option<std::time::Duration>,
+) -> Reply {
+    let user = match &inc.token {
+        Some(t) => state.identities.iter().find(|i| &i.token == t).map(|i| i.user.clone()),
+        // No credentials: the anonymous identity, when the sim has one (kubectl sends no
+        // bearer token over plain http).
+        None => state.anonymous.clone(),
+    };
+    let Some(user) = user else {
+        return err(ApiError::unauthorized());
+    };
+    record.user = Some(user.clone());
+    let watch = q.get("watch").is_some_and(|w| w == "true" || w == "1");
+    let unserved = state.unserved.clone();
+    let served = |gv: &str| !unserved.contains(gv);
+    let req = match request::route(&inc.method, &inc.path, watch, served) {
+        Some(Route::Api(r)) => r,
+        Some(Route::Discovery(p)) => {
+            return match discovery::document(&p, served) {
+                Some(d) => Reply::Json(200, d),
+                None => Reply::Text(404, "404 page not found\n".into()),
+            };
+        }
+        Some(Route::NotFound) => return Reply::Text(404, "404 page not found\n".into()),
+        None => return err(ApiError::method_not_allowed()),
+    };
+    let res = &RESOURCES[req.res];
+    record.verb = req.verb.into();
+    record.resource =
+        if req.sub.is_empty() { res.plural.into() } else { format!("{}/{}", res.plural, req.sub) };
+    record.name = req.name.clone();
+    let is_review = res.kind == "SelfSubjectAccessReview";
+    let access = Access {
+        verb: req.verb,
+        group: res.group,
+        resource: res.plural,
+        sub: &req.sub,
+        ns: &req.ns,
+    };
+    let identity = state.identities.iter().find(|i| i.user == user);
+    if !is_review && !identity.is_some_and(|i| i.may(&access)) {
+        return err(ApiError::forbidden(res, &req.sub, &req.name, &user, req.verb, &req.ns));
+    }
+    let action = faults::fire(&mut state.faults, req.verb, &record.resource, &req.name);
+    record.fault = action.as_ref().map(|a| format!("{a:?}"));
+    match &action {
+        Some(FaultAction::Status { code, reason, message }) => {
+            return err(ApiError::new(*code, reason, message.clone()));
+        }
+        Some(FaultAction::ResetBeforeApply) => return Reply::Reset,
+        Some(FaultAction::ExpireList) if req.verb == "list" => {
+            let rv = state.store.rv();
+            return err(ApiError::expired(rv.saturating_sub(1), rv));
+        }
+        Some(FaultAction::ExpireWatch) if req.verb == "watch" => {
+            let asked: u64 = q.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
+            let initial = vec![watch::expired_line(asked, state.store.rv())];
+            return Reply::Watch(WatchStart { initial, live: None });
+        }
+        Some(FaultAction::Delay(d)) => *delay = Some(*d),
+        _ => {}
+    }
+    if inc.content_type.starts_with("application/vnd.kubernetes.protobuf") {
+        // client-go falls back to JSON when protobuf is refused this way.
+        return err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+        ));
+    }
+    let manager = write::manager(q, &inc.user_agent);
+    let body = &inc.body[..];
+    let out: Result<Reply, ApiError> = match (req.verb, req.sub.as_str()) {
+        ("create", _) if is_review => {
+            write::access_review(state, &user, body).map(|v| Reply::Json(201, v))
+        }
+        ("get", "log") if res.kind == "Pod" && q.get("follow").is_some_and(|f| f == "true") => {
+            crate::logs::follow(state, &req).map(Reply::Follow)
+        }
+        ("get", "log") if res.kind == "Pod" => {
+            crate::logs::text(state, &req).map(|t| Reply::Text(200, t))
+        }
+        ("get", "" | "status") => read::get(state, &req, &inc.accept).map(|v| Reply::Json(200, v)),
+        ("list", "") => read::list(state, &req, q, &inc.accept).map(|v| Reply::Json(200, v)),
+        ("watch", "") => watch::start(state, &req, q, &inc.accept).map(Reply::Watch),
+        ("create", "") => write::create(state, &req, body, &manager).map(|v| Reply::Json(201, v)),
+        ("update", "" | "status") => {
+            write::update(state, &req, body, &manager).map(|v| Reply::Json(200, v))
+        }
+        ("patch", "" | "status") => write::patch(state, &req, body, &inc.content_type, &manager)
+            .map(|v| Reply::Json(200, v)),
+        ("delete", "") => DeleteOptions::read(body, q)
+            .and_then(|o| delete::handle(state, &req, &o))
+            .map(|v| Reply::Json(200, v)),
+        _ => Err(ApiError::method_not_allowed()),
+    };
+    let mut reply = out.unwrap_or_else(err);
+    match action {
+        Some(FaultAction::ResetAfterApply) => reply = Reply::Reset,
+        Some(FaultAction::CloseWatch) => {
+            if let Reply::Watch(w) = &mut reply {
+                w.live = None;
+            }
+        }
+        _ => {}
+    }
+    reply
+}

@@ -1,0 +1,78 @@
+//! The kubelet: a pod bound to a Ready node starts Running (container statuses, Ready
+//! conditions); a Terminating pod on a Ready node (or on no node) is removed once its
+//! containers stop, which the sim takes as at once (or, with `slow_termination`, when
+//! its grace period ends on the virtual clock); a pod on a node that is not Ready stays
+//! Terminating, as on a lost node.
+
+use serde_json::{Value, json};
+
+use super::util::{deleting, set_condition, str_at};
+use crate::resources::id;
+use crate::state::State;
+use crate::store::Key;
+
+/// Whether a node's Ready condition is True.
+pub(crate) fn is_ready(node: &Value) -> bool {
+    node.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+}
+
+/// Whether a node exists and is Ready.
+pub(crate) fn node_ready(state: &State, node: &str) -> bool {
+    state.store.get(&Key::new(id("nodes"), "", node)).is_some_and(is_ready)
+}
+
+fn start(pod: &mut Value, now: &str) {
+    pod["status"]["phase"] = json!("Running");
+    pod["status"]["startTime"] = json!(now);
+    pod["status"]["hostIP"] = json!("10.0.0.1");
+    pod["status"]["podIP"] = json!("10.1.0.1");
+    let statuses: Vec<Value> = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| json!({
+            "name": c["name"], "image": c["image"], "imageID": "", "ready": true, "started": true,
+            "restartCount": 0, "state": {"running": {"startedAt": now}},
+        }))
+        .collect();
+    pod["status"]["containerStatuses"] = json!(statuses);
+    for t in ["Initialized", "ContainersReady", "Ready"] {
+        set_condition(pod, t, "True", "", "", now);
+    }
+}
+
+pub(crate) fn run(state: &mut State) {
+    let now = state.now_str();
+    let pods: Vec<(Key, Value)> =
+        state.store.list(id("pods"), "").into_iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    for (key, mut pod) in pods {
+        let node = str_at(&pod, "/spec/nodeName").to_string();
+        let on_ready_node = !node.is_empty() && node_ready(state, &node);
+        let no_finalizers =
+            pod.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
+        if deleting(&pod) {
+            // With `slow_termination`, the containers run until the grace period ends.
+            let grace_over = !state.slow_termination
+                || str_at(&pod, "/metadata/deletionTimestamp")
+                    .parse::<jiff::Timestamp>()
+                    .is_ok_and(|t| state.now >= t);
+            if !grace_over && !node.is_empty() {
+                continue;
+            }
+            if no_finalizers && (node.is_empty() || on_ready_node) {
+                state.store.remove(&key);
+            } else if on_ready_node && str_at(&pod, "/status/phase") == "Running" {
+                super::super::verbs::terminate(&mut pod, 143, "Error", "", &now);
+                state.store.put(key, pod);
+            }
+            continue;
+        }
+        if on_ready_node && str_at(&pod, "/status/phase") == "Pending" {
+            start(&mut pod, &now);
+            state.store.put(key, pod);
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! Kueue (kubernetes-sigs/kueue v0.17+, v1beta2), reduced to what dispatch reads and
+//! writes: a Workload per TrainJob labelled `kueue.x-k8s.io/queue-name` (named
+//! `trainjob-<name>-<5 hex>`, labelled with the job's UID, owned by it), the
+//! `admission-gated-by` annotation copied from the TrainJob while the Workload is active
+//! (`QuotaReserved=False`, `AdmissionGated`), `nvidia.com/gpu` quota in the ClusterQueue
+//! of the LocalQueue, admission checks (Admitted once all are Ready; their podSetUpdates
+//! applied through the `kueue.x-k8s.io/manager` runtime patch), eviction when
+//! `spec.active` turns false (`Deactivated`) or a check asks for a retry
+//! (`AdmissionCheck`), and the TrainJob suspended or resumed to match.
+
+use serde_json::{Value, json};
+
+use super::scheduler::GPU;
+use super::util::{
+    condition, controlled_by, controller_ref, deleting, is_true, set_condition, str_at,
+};
+use crate::resources::id;
+use crate::state::State;
+use crate::store::Key;
+
+/// The label that puts a job under Kueue.
+pub(crate) const QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
+/// The admission gate annotation.
+pub(crate) const GATED_BY: &str = "kueue.x-k8s.io/admission-gated-by";
+const JOB_UID: &str = "kueue.x-k8s.io/job-uid";
+const PATCH_MANAGER: &str = "kueue.x-k8s.io/manager";
+const MANAGER: &str = "kueue";
+
+fn short_hash(s: &str) -> String {
+    let h = s
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    format!("{:05x}", h & 0xfffff)
+}
+
+fn annotation<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+    v.pointer("/metadata/annotations").and_then(|a| a.get(k)).and_then(Value::as_str)
+}
+
+fn gpus_of(wl: &Value) -> i64 {
+    wl.pointer("/spec/podSets")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|ps| {
+            let pod = json!({"spec": ps["template"]["spec"]});
+            super::scheduler::gpus(&pod) * ps["count"].as_i64().unwrap_or(1)
+        })
+        .sum()
+}
+
+/// The group-version Kueue serves; when it is left out, Kueue is not installed.
+pub(crate) const GROUP_VERSION: &str = "kueue.x-k8s.io/v1beta2";
+
+pub(crate) fn run(state: &mut State) {
+    if state.unserved.contains(GROUP_VERSION) {
+        return;
+    }
+    let tjs: Vec<Value> =
+        state.store.list(id("trainjobs"), "").into_iter().map(|(_, v)| v.clone()).collect();
+    for tj in tjs.iter().filter(|t| !deleting(t)) {
+        if tj.pointer(&format!("/metadata/labels/{}", QUEUE_NAME.replace('/', "~1"))).is_some() {
+            ensure_workload(state, tj);
+        }
+    }
+    let wls: Vec<(Key, Value)> = state
+        .store
+        .list(id("workloads"), "")
+        .into_iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (key, wl) in wls {
+        if !deleting(&wl) {
+            reconcile(state, &key, wl);
+        }
+    }
+}
+
+fn ensure_workload(state: &mut State, tj: &Value) {
+    let uid = str_at(tj, "/metadata/uid");
+    let ns = str_at(tj, "/metadata/namespace");
+    let existing = state
+        .store
+        .list(id("workloads"), ns)
+        .into_iter()
+        .find(|(_, w)| controlled_by(w, uid))
+        .map(|(k, w)| (k.clone(), w.clone()));
+    let gate = annotation(tj, GATED_BY).map(str::to_string);
+    match existing {
+        None => {
+            let name = format!("trainjob-{}-{}", str_at(tj, "/metadata/name"), short_hash(uid));
+            let count = tj.pointer("/spec/trainer/numNodes").and_then(Value::as_i64).unwrap_or(1);
+            let resources =
+                tj.pointer("/spec/trainer/resourcesPerNode").cloned().unwrap_or(json!({}));
+            let mut meta = json!({"name": name, "namespace": ns, "labels": {JOB_UID: uid}, "ownerReferences": [controller_ref(tj)]});
+            if let Some(g) = &gate {
+                meta["annotations"] = json!({GATED_BY: g});
+            }
+            let wl = json!({
+                "metadata": meta,
+                "spec": {
+                    "active": true,
+                    "queueName": tj["metadata"]["labels"][QUEUE_NAME],
+                    "podSets": [{"name": "node", "count": count, "template": {"spec": {"containers": [{"name": "node", "resources": resources}]}}}],
+                },
+            });
+            state.insert(id("workloads"), wl, MANAGER);
+        }
+        Some((key, mut wl)) => {
+            let active = wl.pointer("/spec/active").and_then(Value::as_bool).unwrap_or(true);
+            if active && annotation(&wl, GATED_BY).map(str::to_string) != gate {
+                match &gate {
+                    Some(g) => wl["metadata"]["annotations"][GATED_BY] = json!(g),
+                    None => {
+                        if let Some(a) = wl["metadata"]["annotations"].as_object_mut() {
+                            a.remove(GATED_BY);
+                        }
+                    }
+                }
+                state.store.put(key, wl);
+            }
+        }
+    }
+}
+
+fn release(wl: &mut Value, reason: &str, message: &str, now: &str) {
+    set_condition(wl, "Evicted", "True", reason, message, now);
+    set_condition(wl, "QuotaReserved", "False", "Pending", message, now);
+    set_condition(wl, "Admitted", "False", "NoReservation", "The workload has no reservation", now);
+    if let Some(s) = wl["status"].as_object_mut() {
+        s.remove("admission");
+    }
+    for c in wl
+        .pointer_mut("/status/admissionChecks")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        c["state"] = json!("Pending");
+    }
+}
+
+fn reconcile(state: &mut State, key: &Key, mut wl: Value) {
+    let now = state.now_str();
+    let before = wl.clone();
+    let active = wl.pointer("/spec/active").and_then(Value::as_bool).unwrap_or(true);
+    sync_checks(state, &mut wl, &now);
+    let reserved = is_true(&wl, "QuotaReserved");
+    let retry = wl
+        .pointer("/status/admissionChecks")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| cs.iter().any(|c| c["state"] == "Retry" || c["state"] == "Rejected"));
+    if !active {
+        if reserved || !is_true(&wl, "Evicted") {
+            release(&mut wl, "Deactivated", "The workload is deactivated", &now);
+        }
+    } else if reserved && retry {
+        release(&mut wl, "AdmissionCheck", "At least one admission check is false", &now);
+    } else if !reserved {
+        reserve(state, &mut wl, &now);
+    }
+    if is_true(&wl, "QuotaReserved") {
+        let checks = wl
+            .pointer("/status/admissionChecks")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if checks.iter().all(|c| c["state"] == "Ready") && !is_true(&wl, "Admitted") {
+            set_condition(
+                &mut wl,
+                "Admitted",
+                "True",
+                "Admitted",
+                "The workload is admitted",
+                &now,
+            );
+        }
+    }
+    sync_job(state, &wl);
+    if wl != before {
+        state.store.put(key.clone(), wl);
+    }
+}
+
+fn reserve(state: &State, wl: &mut Value, now: &str) {
+    if let Some(g) = annotation(wl, GATED_BY).filter(|g| !g.is_empty()) {
+        let msg = format!("Admission is gated by: {g}");
+        set_condition(wl, "QuotaReserved", "False", "AdmissionGated", &msg, now);
+        return;
+    }
+    let ns = str_at(wl, "/metadata/namespace");
+    let lq_name = str_at(wl, "/spec/queueName");
+    let Some(lq) = state.store.get(&Key::new(id("localqueues"), ns, lq_name)) else {
+        set_condition(
+            wl,
+            "QuotaReserved",
+            "False",
+            "Inadmissible",
+            &format!("LocalQueue {lq_name} doesn't exist"),
+            now,
+        );
+        return;
+    };
+    let cq_name = str_at(lq, "/spec/clusterQueue");
+    let Some(cq) = state.store.get(&Key::new(id("clusterqueues"), "", cq_name)) else {
+        set_condition(
+            wl,
+            "QuotaReserved",
+            "False",
+            "Inadmissible",
+            &format!("ClusterQueue {cq_name} doesn't exist"),
+            now,
+        );
+        return;
+    };
+    let (mut quota, mut flavor) = (0, String::new());
+    for f in cq
+        .pointer("/spec/resourceGroups")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["flavors"].as_array().cloned().unwrap_or_default())
+    {
+        for r in f["resources"].as_array().into_iter().flatten().filter(|r| r["name"] == GPU) {
+            quota += r["nominalQuota"]
+                .as_str()
+                .and_then(|q| q.parse::<i64>().ok())
+                .or(r["nominalQuota"].as_i64())
+                .unwrap_or(0);
+            flavor = str_at(&f, "/name").to_string();
+        }
+    }
+    let used: i64 = state
+        .store
+        .list(id("workloads"), "")
+        .into_iter()
+        .filter(|(_, w)| {
+            is_true(w, "QuotaReserved")
+                && w.pointer("/status/admission/clusterQueue").and_then(Value::as_str)
+                    == Some(cq_name)
+        })
+        .map(|(_, w)| gpus_of(w))
+        .sum();
+    let want = gpus_of(wl);
+    if want > 0 && used + want > quota {
+        let msg = format!(
+            "couldn't assign flavors to pod set node: insufficient unused quota for {GPU} in flavor {flavor}, {} more needed",
+            used + want - quota
+        );
+        set_condition(wl, "QuotaReserved", "False", "Pending", &msg, now);
+        return;
+    }
+    let count = wl.pointer("/spec/podSets/0/count").cloned().unwrap_or(json!(1));
+    wl["status"]["admission"] = json!({"clusterQueue": cq_name, "podSetAssignments": [{"name": "node", "count": count, "flavors": {GPU: flavor}}]});
+    set_condition(
+        wl,
+        "QuotaReserved",
+        "True",
+        "QuotaReserved",
+        &format!("Quota reserved in ClusterQueue {cq_name}"),
+        now,
+    );
+    let evicted = condition(wl, "Evicted")
+        .filter(|c| c["status"] == "True")
+        .map(|c| str_at(c, "/message").to_string());
+    if let Some(previous) = evicted {
+        set_condition(
+            wl,
+            "Evicted",
+            "False",
+            "QuotaReserved",
+            &format!("Previously: {previous}"),
+            now,
+        );
+    }
+}
+
+/// The ClusterQueue of a Workload's LocalQueue, when both exist.
+fn cluster_queue(state: &State, wl: &Value) -> Option<Value> {
+    let lq = state.store.get(&Key::new(
+        id("localqueues"),
+        str_at(wl, "/metadata/namespace"),
+        str_at(wl, "/spec/queueName"),
+    ))?;
+    state.store.get(&Key::new(id("clusterqueues"), "", str_at(lq, "/spec/clusterQueue"))).cloned()
+}
+
+/// Lists the ClusterQueue's admission checks on the Workload, each Pending until its
+/// controller says otherwise, and drops checks the queue no longer has. Kueue's
+/// workload controller does this as soon as the Workload is in a ClusterQueue, before
+/// quota is reserved and while admission is gated (`reconcileSyncAdmissionChecks`).
+fn sync_checks(state: &State, wl: &mut Value, now: &str) {
+    let Some(cq) = cluster_queue(state, wl) else { return };
+    let names: Vec<String> = cq
+        .pointer("/spec/admissionChecksStrategy/admissionChecks")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str().map(str::to_string))
+        .collect();
+    let current = wl
+        .pointer("/status/admissionChecks")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut checks: Vec<Value> =
+        current.iter().filter(|c| names.iter().any(|n| c["name"] == n.as_str())).cloned().collect();
+    for n in names {
+        if !checks.iter().any(|c| c["name"] == n.as_str()) {
+            checks.push(
+                json!({"name": n, "state": "Pending", "message": "", "lastTransitionTime": now}),
+            );
+        }
+    }
+    if checks != current {
+        wl["status"]["admissionChecks"] = json!(checks);
+    }
+}
+
+/// Suspends or resumes the owning TrainJob to match admission, applying the checks'
+/// podSetUpdates through Kueue's runtime patch when it resumes.
+fn sync_job(state: &mut State, wl: &Value) {
+    let Some(owner) = wl.pointer("/metadata/ownerReferences/0") else { return };
+    let key = Key::new(id("trainjobs"), str_at(wl, "/metadata/namespace"), str_at(owner, "/name"));
+    let Some(mut tj) = state.store.get(&key).cloned() else { return };
+    if tj["metadata"]["uid"] != owner["uid"] || is_true(&tj, "Complete") || is_true(&tj, "Failed") {
+        return;
+    }
+    let before = tj.clone();
+    let admitted = is_true(wl, "Admitted");
+    let suspended = tj.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false);
+    if admitted && suspended {
+        let mut labels = json!({});
+        let mut annotations = json!({});
+        for c in
+            wl.pointer("/status/admissionChecks").and_then(Value::as_array).into_iter().flatten()
+        {
+            for u in c["podSetUpdates"].as_array().into_iter().flatten() {
+                crate::patch::merge(&mut labels, &u["labels"]);
+                crate::patch::merge(&mut annotations, &u["annotations"]);
+            }
+        }
+        let patch = json!({"manager": PATCH_MANAGER, "time": state.now_str(), "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+            {"name": "node", "template": {"spec": {"template": {"metadata": {"labels": labels, "annotations": annotations}}}}}
+        ]}}}});
+        let mut patches = tj
+            .pointer("/spec/runtimePatches")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        patches.retain(|p| p["manager"] != PATCH_MANAGER);
+        patches.push(patch);
+        tj["spec"]["runtimePatches"] = json!(patches);
+        tj["spec"]["suspend"] = json!(false);
+    } else if !admitted && !suspended {
+        tj["spec"]["suspend"] = json!(true);
+    }
+    if tj != before {
+        state.insert(id("trainjobs"), tj, MANAGER);
+    }
+}

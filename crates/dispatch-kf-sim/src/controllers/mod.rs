@@ -1,0 +1,34 @@
+//! The controllers, run in a fixed order until nothing changes (`settle`). Each is a
+//! function of the state and the virtual clock, so a run is deterministic.
+
+pub(crate) mod gc;
+pub(crate) mod jobset;
+pub(crate) mod kubelet;
+pub(crate) mod kueue;
+pub(crate) mod nodes;
+pub(crate) mod scheduler;
+pub(crate) mod trainer;
+pub(crate) mod util;
+
+use crate::state::State;
+
+/// At most this many passes per settle; a controller pair that keeps rewriting each
+/// other's objects stops here rather than hanging the sim.
+const MAX_PASSES: usize = 1000;
+
+/// Runs every controller until a whole pass changes nothing.
+pub(crate) fn settle(state: &mut State) {
+    for _ in 0..MAX_PASSES {
+        let before = state.store.rv();
+        kueue::run(state);
+        trainer::run(state);
+        jobset::run(state);
+        scheduler::run(state);
+        kubelet::run(state);
+        nodes::run(state);
+        gc::run(state);
+        if state.store.rv() == before {
+            return;
+        }
+    }
+}

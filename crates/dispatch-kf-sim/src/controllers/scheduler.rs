@@ -1,0 +1,147 @@
+//! The scheduler (kube-scheduler's default plugins, reduced): a pending pod binds to the
+//! first node (by name) that is Ready, schedulable, untainted for it, matches its
+//! nodeSelector and has the `nvidia.com/gpu` it requests free; otherwise it gets
+//! `PodScheduled=False`, reason `Unschedulable`, with the scheduler's message shape.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::util::{deleting, set_condition, str_at};
+use crate::resources::id;
+use crate::state::State;
+use crate::store::Key;
+
+/// The extended resource the sim schedules.
+pub(crate) const GPU: &str = "nvidia.com/gpu";
+
+fn quantity(v: Option<&Value>) -> i64 {
+    match v {
+        Some(Value::String(s)) => s.parse().unwrap_or(0),
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// GPUs a pod asks for (requests, else limits, summed over containers).
+pub(crate) fn gpus(pod: &Value) -> i64 {
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let r = c.pointer("/resources/requests").and_then(|r| r.get(GPU));
+            quantity(r.or_else(|| c.pointer("/resources/limits").and_then(|l| l.get(GPU))))
+        })
+        .sum()
+}
+
+fn tolerates(pod: &Value, taint: &Value) -> bool {
+    pod.pointer("/spec/tolerations").and_then(Value::as_array).into_iter().flatten().any(|t| {
+        (t["operator"] == "Exists" && (t["key"].is_null() || t["key"] == taint["key"]))
+            || (t["key"] == taint["key"] && t["value"] == taint["value"])
+    })
+}
+
+/// Why a node cannot take a pod, as the scheduler words it, or `None` when it fits.
+fn misfit(node: &Value, pod: &Value, used: i64) -> Option<String> {
+    if node.pointer("/spec/unschedulable").and_then(Value::as_bool).unwrap_or(false) {
+        return Some("node(s) were unschedulable".into());
+    }
+    for t in node.pointer("/spec/taints").and_then(Value::as_array).into_iter().flatten() {
+        let hard = t["effect"] == "NoSchedule" || t["effect"] == "NoExecute";
+        if hard && !tolerates(pod, t) {
+            return Some(format!(
+                "node(s) had untolerated taint {{{}: {}}}",
+                str_at(t, "/key"),
+                str_at(t, "/value")
+            ));
+        }
+    }
+    let labels = node.pointer("/metadata/labels");
+    let selector_ok = pod
+        .pointer("/spec/nodeSelector")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
+    if !selector_ok {
+        return Some("node(s) didn't match Pod's node affinity/selector".into());
+    }
+    let want = gpus(pod);
+    let have = quantity(node.pointer("/status/allocatable").and_then(|a| a.get(GPU)));
+    if want > 0 && used + want > have {
+        return Some(format!("Insufficient {GPU}"));
+    }
+    None
+}
+
+pub(crate) fn run(state: &mut State) {
+    let now = state.now_str();
+    let pods: Vec<(Key, Value)> = state
+        .store
+        .list(id("pods"), "")
+        .into_iter()
+        .filter(|(_, p)| {
+            str_at(p, "/spec/nodeName").is_empty()
+                && !deleting(p)
+                && str_at(p, "/status/phase") == "Pending"
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (key, mut pod) in pods {
+        let nodes: Vec<Value> =
+            state.store.list(id("nodes"), "").into_iter().map(|(_, v)| v.clone()).collect();
+        let mut used: BTreeMap<String, i64> = BTreeMap::new();
+        for (_, p) in state.store.list(id("pods"), "") {
+            let node = str_at(p, "/spec/nodeName");
+            let phase = str_at(p, "/status/phase");
+            if !node.is_empty() && phase != "Succeeded" && phase != "Failed" {
+                *used.entry(node.to_string()).or_default() += gpus(p);
+            }
+        }
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        let mut chosen = None;
+        for n in &nodes {
+            let name = str_at(n, "/metadata/name");
+            let ready = super::kubelet::is_ready(n);
+            let why = if ready {
+                misfit(n, &pod, used.get(name).copied().unwrap_or(0))
+            } else {
+                Some("node(s) were not ready".into())
+            };
+            match why {
+                None => {
+                    chosen = Some(name.to_string());
+                    break;
+                }
+                Some(w) => *reasons.entry(w).or_default() += 1,
+            }
+        }
+        let before = pod.clone();
+        match chosen {
+            Some(node) => {
+                pod["spec"]["nodeName"] = json!(node);
+                set_condition(&mut pod, "PodScheduled", "True", "", "", &now);
+            }
+            None => {
+                let total = nodes.len();
+                let mut parts: Vec<String> =
+                    reasons.iter().map(|(w, n)| format!("{n} {w}")).collect();
+                parts.sort();
+                let detail = if parts.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", parts.join(", "))
+                };
+                let message = format!(
+                    "0/{total} nodes are available{detail}. preemption: 0/{total} nodes are available: {total} No preemption victims found for incoming pod."
+                );
+                set_condition(&mut pod, "PodScheduled", "False", "Unschedulable", &message, &now);
+            }
+        }
+        if pod != before {
+            state.store.put(key, pod);
+        }
+    }
+}

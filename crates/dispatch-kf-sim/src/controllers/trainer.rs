@@ -1,0 +1,262 @@
+//! The Trainer's TrainJob controller (kubeflow/trainer `pkg/controller/trainjob_controller.go`
+//! and the torch plugin), for TrainJobs managed by `trainer.kubeflow.org/trainjob-controller`:
+//! a JobSet of the TrainJob's name, controlled by it, built from the runtime's JobSet
+//! template merged with `spec.trainer` and `spec.runtimePatches`; suspend propagated;
+//! `Suspended`/`Resumed` conditions; JobSet `Completed`/`Failed` copied as `Complete`/
+//! `Failed`; `activeDeadlineSeconds` failing the TrainJob and deleting the JobSet.
+
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Value, json};
+
+use super::util::{
+    condition, controlled_by, controller_ref, deleting, is_true, set_condition, str_at,
+};
+use crate::TRAINER_CONTROLLER;
+use crate::delete::{self, DeleteOptions, Propagation};
+use crate::patch::merge;
+use crate::resources::id;
+use crate::state::State;
+use crate::store::Key;
+
+/// The label the Trainer puts on the replicated job that runs the trainer step.
+const ANCESTOR: &str = "trainer.kubeflow.org/trainjob-ancestor-step";
+const MANAGER: &str = "trainer";
+const TORCH_PORT: &str = "29400";
+
+fn runtime(state: &State, ns: &str, tj: &Value) -> Option<Value> {
+    let kind = str_at(tj, "/spec/runtimeRef/kind");
+    let name = str_at(tj, "/spec/runtimeRef/name");
+    let key = if kind == "TrainingRuntime" {
+        Key::new(id("trainingruntimes"), ns, name)
+    } else {
+        Key::new(id("clustertrainingruntimes"), "", name)
+    };
+    state.store.get(&key).cloned()
+}
+
+fn is_trainer_job(rjob: &Value) -> bool {
+    rjob.pointer(&format!("/template/metadata/labels/{}", ANCESTOR.replace('/', "~1")))
+        .is_some_and(|v| v == "trainer")
+        || rjob["name"] == "node"
+}
+
+/// Merges `spec.trainer` into the `node` container of the trainer job.
+fn apply_trainer(rjob: &mut Value, tj: &Value, rt: &Value) {
+    let trainer = &tj["spec"]["trainer"];
+    let nodes = trainer["numNodes"]
+        .as_i64()
+        .or_else(|| rt.pointer("/spec/mlPolicy/numNodes").and_then(Value::as_i64))
+        .unwrap_or(1);
+    rjob["template"]["spec"]["parallelism"] = json!(nodes);
+    rjob["template"]["spec"]["completions"] = json!(nodes);
+    rjob["template"]["spec"]["completionMode"] = json!("Indexed");
+    let name = str_at(tj, "/metadata/name");
+    let procs = trainer["numProcPerNode"]
+        .as_i64()
+        .map(|n| n.to_string())
+        .or_else(|| {
+            rt.pointer("/spec/mlPolicy/torch/numProcPerNode")
+                .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
+        })
+        .unwrap_or_else(|| "auto".into());
+    let Some(containers) =
+        rjob.pointer_mut("/template/spec/template/spec/containers").and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for c in containers.iter_mut().filter(|c| c["name"] == "node") {
+        for f in ["image", "command", "args"] {
+            if !trainer[f].is_null() {
+                c[f] = trainer[f].clone();
+            }
+        }
+        if let Some(r) = trainer.get("resourcesPerNode") {
+            c["resources"] = r.clone();
+        }
+        let mut env: Vec<Value> = c["env"].as_array().cloned().unwrap_or_default();
+        let mut set = |k: &str, v: Value| {
+            env.retain(|e| e["name"] != k);
+            let mut e = json!({"name": k});
+            merge(&mut e, &v);
+            env.push(e);
+        };
+        if rt.pointer("/spec/mlPolicy/torch").is_some() {
+            set("PET_NNODES", json!({"value": nodes.to_string()}));
+            set("PET_NPROC_PER_NODE", json!({"value": procs}));
+            set(
+                "PET_NODE_RANK",
+                json!({"valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}),
+            );
+            set("PET_MASTER_ADDR", json!({"value": format!("{name}-node-0-0.{name}")}));
+            set("PET_MASTER_PORT", json!({"value": TORCH_PORT}));
+        }
+        for e in trainer["env"].as_array().into_iter().flatten() {
+            let k = str_at(e, "/name").to_string();
+            set(&k, e.clone());
+        }
+        c["env"] = json!(env);
+    }
+}
+
+/// Applies the runtime patches' metadata (JobSet, Job template, pod template) and pod
+/// node selectors.
+fn apply_patches(js_meta: &mut Value, spec: &mut Value, tj: &Value) {
+    for p in tj.pointer("/spec/runtimePatches").and_then(Value::as_array).into_iter().flatten() {
+        let t = &p["trainingRuntimeSpec"]["template"];
+        for f in ["labels", "annotations"] {
+            if let Some(m) = t.pointer(&format!("/metadata/{f}")) {
+                merge(&mut js_meta[f], m);
+            }
+        }
+        for rp in t.pointer("/spec/replicatedJobs").and_then(Value::as_array).into_iter().flatten()
+        {
+            let Some(rjobs) = spec["replicatedJobs"].as_array_mut() else { continue };
+            for rj in rjobs.iter_mut().filter(|r| r["name"] == rp["name"]) {
+                for f in ["labels", "annotations"] {
+                    if let Some(m) = rp.pointer(&format!("/template/metadata/{f}")) {
+                        merge(&mut rj["template"]["metadata"][f], m);
+                    }
+                    if let Some(m) = rp.pointer(&format!("/template/spec/template/metadata/{f}")) {
+                        merge(&mut rj["template"]["spec"]["template"]["metadata"][f], m);
+                    }
+                }
+                if let Some(ns) = rp.pointer("/template/spec/template/spec/nodeSelector") {
+                    merge(&mut rj["template"]["spec"]["template"]["spec"]["nodeSelector"], ns);
+                }
+            }
+        }
+    }
+}
+
+/// The JobSet the Trainer wants for a TrainJob.
+fn desired(tj: &Value, rt: &Value) -> Value {
+    let tmpl = &rt["spec"]["template"];
+    let mut spec = tmpl["spec"].clone();
+    if let Some(rjobs) = spec["replicatedJobs"].as_array_mut() {
+        for rj in rjobs.iter_mut().filter(|r| is_trainer_job(r)) {
+            apply_trainer(rj, tj, rt);
+        }
+    }
+    let mut meta = json!({
+        "labels": tmpl.pointer("/metadata/labels").cloned().unwrap_or(json!({})),
+        "annotations": tmpl.pointer("/metadata/annotations").cloned().unwrap_or(json!({})),
+    });
+    apply_patches(&mut meta, &mut spec, tj);
+    spec["suspend"] = json!(tj.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false));
+    json!({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {
+            "name": tj["metadata"]["name"], "namespace": tj["metadata"]["namespace"],
+            "labels": meta["labels"], "annotations": meta["annotations"],
+            "ownerReferences": [controller_ref(tj)],
+        },
+        "spec": spec,
+    })
+}
+
+fn deadline_passed(tj: &Value, now: Timestamp) -> bool {
+    let Some(secs) = tj.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_i64) else {
+        return false;
+    };
+    let start = condition(tj, "Suspended")
+        .filter(|c| c["status"] == "False")
+        .map(|c| str_at(c, "/lastTransitionTime"))
+        .unwrap_or_else(|| str_at(tj, "/metadata/creationTimestamp"));
+    start.parse::<Timestamp>().is_ok_and(|s| now >= s + SignedDuration::from_secs(secs))
+}
+
+pub(crate) fn run(state: &mut State) {
+    let tjs: Vec<(Key, Value)> = state
+        .store
+        .list(id("trainjobs"), "")
+        .into_iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (key, tj) in tjs {
+        let managed = tj
+            .pointer("/spec/managedBy")
+            .and_then(Value::as_str)
+            .is_none_or(|m| m == TRAINER_CONTROLLER);
+        if !managed || deleting(&tj) {
+            continue;
+        }
+        reconcile(state, &key, tj);
+    }
+}
+
+fn reconcile(state: &mut State, key: &Key, mut tj: Value) {
+    let now = state.now_str();
+    let before = tj.clone();
+    let js_key = Key::new(id("jobsets"), &key.ns, &key.name);
+    let uid = str_at(&tj, "/metadata/uid").to_string();
+    let finished = is_true(&tj, "Complete") || is_true(&tj, "Failed");
+    let suspended = tj.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false);
+    if !finished {
+        if suspended {
+            set_condition(&mut tj, "Suspended", "True", "Suspended", "TrainJob is suspended", &now);
+        } else if condition(&tj, "Suspended").is_some() {
+            set_condition(&mut tj, "Suspended", "False", "Resumed", "TrainJob is resumed", &now);
+        }
+    }
+    if !finished && !suspended && deadline_passed(&tj, state.now) {
+        set_condition(
+            &mut tj,
+            "Failed",
+            "True",
+            "DeadlineExceeded",
+            "TrainJob exceeded its active deadline",
+            &now,
+        );
+        if state.store.get(&js_key).is_some_and(|js| controlled_by(js, &uid)) {
+            let opts =
+                DeleteOptions { propagation: Some(Propagation::Background), ..Default::default() };
+            let _ = delete::delete(state, &js_key, &opts);
+        }
+    } else if !finished {
+        sync_jobset(state, &js_key, &mut tj, &uid, &now);
+    }
+    if tj != before {
+        state.store.put(key.clone(), tj);
+    }
+}
+
+fn sync_jobset(state: &mut State, js_key: &Key, tj: &mut Value, uid: &str, now: &str) {
+    let Some(rt) = runtime(state, &js_key.ns, tj) else { return };
+    let want = desired(tj, &rt);
+    match state.store.get(js_key).cloned() {
+        None => {
+            state.insert(id("jobsets"), want, MANAGER);
+        }
+        Some(js) if controlled_by(&js, uid) => {
+            let was_suspended =
+                js.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false);
+            let mut next = js.clone();
+            if was_suspended {
+                // A suspended JobSet takes the whole new template (runtime patches included).
+                next["spec"] = want["spec"].clone();
+                next["metadata"]["labels"] = want["metadata"]["labels"].clone();
+                next["metadata"]["annotations"] = want["metadata"]["annotations"].clone();
+            } else {
+                next["spec"]["suspend"] = want["spec"]["suspend"].clone();
+            }
+            if next != js {
+                let g = js.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+                next["metadata"]["generation"] = json!(g + 1);
+                state.insert(id("jobsets"), next, MANAGER);
+            }
+            for (typ, from) in [("Complete", "Completed"), ("Failed", "Failed")] {
+                if let Some(c) = condition(&js, from).filter(|c| c["status"] == "True") {
+                    set_condition(
+                        tj,
+                        typ,
+                        "True",
+                        str_at(c, "/reason"),
+                        str_at(c, "/message"),
+                        now,
+                    );
+                }
+            }
+        }
+        Some(_) => {}
+    }
+}

@@ -1,0 +1,56 @@
+//! The demo cluster a `dispatch-kf sim serve` command starts: GPU nodes and the Trainer's
+//! `torch-distributed` ClusterTrainingRuntime (its shape from kubeflow/trainer
+//! `manifests/base/runtimes/torch_distributed.yaml`, with `restartPolicy: Never` and
+//! `backoffLimit: 0` added so it meets dispatch's runtime requirements).
+
+use serde_json::{Value, json};
+
+use crate::sim::{Sim, SimError, SimOptions};
+
+/// The `torch-distributed` ClusterTrainingRuntime the demo installs.
+pub fn torch_distributed() -> Value {
+    json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "torch-distributed", "labels": {"trainer.kubeflow.org/framework": "torch"}},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {"numProcPerNode": "auto"}},
+            "template": {"spec": {"replicatedJobs": [{
+                "name": "node",
+                "replicas": 1,
+                "template": {
+                    "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                    "spec": {
+                        "backoffLimit": 0,
+                        "template": {"spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{
+                                "name": "node",
+                                "image": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime",
+                                "command": ["/bin/bash", "-c", "echo \"Torch Distributed Runtime\"; torchrun /workspace/train.py"]
+                            }]
+                        }}
+                    }
+                }
+            }]}}
+        }
+    })
+}
+
+impl Sim {
+    /// Starts a cluster with `nodes` Ready nodes (`gpu-0`, `gpu-1`, ...) of
+    /// `gpus_per_node` `nvidia.com/gpu` each, and `torch-distributed` installed. Serve
+    /// until dropped; hand out [`Sim::kubeconfig_yaml`].
+    pub async fn start_demo(
+        opts: SimOptions,
+        nodes: u32,
+        gpus_per_node: u32,
+    ) -> Result<Self, SimError> {
+        let sim = Sim::start(opts).await?;
+        for i in 0..nodes {
+            sim.add_gpu_node(&format!("gpu-{i}"), gpus_per_node);
+        }
+        sim.apply(torch_distributed())?;
+        Ok(sim)
+    }
+}

@@ -1,0 +1,77 @@
+//! `pods/<name>/log`: the text a test set or appended, and `follow=true` streams, which
+//! send the text so far, then each appended chunk, and end when the pod finishes
+//! (Succeeded or Failed) or is deleted, as the kubelet's log stream does.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::apierror::ApiError;
+use crate::request::ApiReq;
+use crate::resources::RESOURCES;
+use crate::state::State;
+use crate::store::{Event, EventType, Key};
+
+/// One appended chunk of a pod's log.
+#[derive(Debug, Clone)]
+pub(crate) struct Chunk {
+    pub(crate) ns: String,
+    pub(crate) pod: String,
+    pub(crate) text: String,
+}
+
+/// A follow stream ready to run.
+pub(crate) struct Follow {
+    initial: String,
+    /// `None` when the pod has already finished: send the text and end.
+    live: Option<(Key, broadcast::Receiver<Chunk>, broadcast::Receiver<Arc<Event>>)>,
+}
+
+fn finished(pod: &Value) -> bool {
+    matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"))
+}
+
+/// The log so far, or NotFound for a missing pod.
+pub(crate) fn text(state: &State, req: &ApiReq) -> Result<String, ApiError> {
+    if state.store.get(&Key::new(req.res, &req.ns, &req.name)).is_none() {
+        return Err(ApiError::not_found(&RESOURCES[req.res], &req.name));
+    }
+    Ok(state.pod_logs.get(&(req.ns.clone(), req.name.clone())).cloned().unwrap_or_default())
+}
+
+/// Starts a follow under the state lock, so no chunk falls between text and stream.
+pub(crate) fn follow(state: &State, req: &ApiReq) -> Result<Follow, ApiError> {
+    let initial = text(state, req)?;
+    let key = Key::new(req.res, &req.ns, &req.name);
+    let done = state.store.get(&key).is_some_and(finished);
+    let live = (!done).then(|| (key, state.log_tx.subscribe(), state.store.subscribe()));
+    Ok(Follow { initial, live })
+}
+
+/// Runs a follow stream into a channel.
+pub(crate) async fn stream(f: Follow, tx: mpsc::Sender<Bytes>) {
+    if !f.initial.is_empty() && tx.send(Bytes::from(f.initial)).await.is_err() {
+        return;
+    }
+    let Some((key, mut chunks, mut events)) = f.live else { return };
+    loop {
+        tokio::select! {
+            c = chunks.recv() => match c {
+                Ok(c) if c.ns == key.ns && c.pod == key.name => {
+                    if tx.send(Bytes::from(c.text)).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            e = events.recv() => match e {
+                Ok(e) if e.key == key && (e.typ == EventType::Deleted || finished(&e.object)) => return,
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+        }
+    }
+}

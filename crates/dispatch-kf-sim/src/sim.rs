@@ -1,0 +1,291 @@
+//! The public handle on a running simulated cluster: setup, direct reads, faults, the
+//! request log, and the virtual clock.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Value, json};
+
+use crate::auth::{self, Identity};
+use crate::controllers;
+use crate::delete::{self, DeleteOptions, Propagation};
+use crate::faults::{Fault, Slot};
+use crate::resources::{self, RESOURCES};
+use crate::server::{self, Shared};
+use crate::state::{RequestRecord, State};
+use crate::store::{DEFAULT_WINDOW, Key};
+
+/// Failures of the sim's own API (not of simulated requests).
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The server could not bind its port.
+    #[error("the simulated cluster could not listen on 127.0.0.1: {0}")]
+    Bind(#[source] io::Error),
+    /// No identity of that name.
+    #[error("no identity named {0:?}: add it with Sim::add_identity or SimOptions::identities")]
+    UnknownUser(String),
+    /// An object whose apiVersion and kind the sim does not serve.
+    #[error("the simulated cluster does not serve {0}: see dispatch_kf_sim::RESOURCES")]
+    UnknownKind(String),
+    /// A direct write the apiserver would refuse.
+    #[error("the simulated apiserver refused the object: {}", .0.message)]
+    Refused(crate::apierror::ApiError),
+}
+
+/// How a simulated cluster starts.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// The virtual clock's starting time.
+    pub start: Timestamp,
+    /// Seed for generated name suffixes.
+    pub seed: u64,
+    /// Group-versions left out ("not served"), e.g. `kueue.x-k8s.io/v1beta2`.
+    pub unserved: Vec<String>,
+    /// How long the garbage collector leaves orphans before deleting them (virtual time).
+    pub gc_lag: Duration,
+    /// Settle the controllers after every request that changed something.
+    pub auto_settle: bool,
+    /// How many events are kept for watches; older resourceVersions are expired.
+    pub event_window: usize,
+    /// Users besides `admin` (who may do anything).
+    pub identities: Vec<Identity>,
+    /// The identity a request without credentials acts as (`None`: 401, the default).
+    /// kubectl sends no bearer token over plain http, so `Some("admin")` is how a
+    /// `sim serve` lets kubectl in.
+    pub anonymous: Option<String>,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        Self {
+            start: Timestamp::from_second(1_767_225_600).unwrap_or(Timestamp::UNIX_EPOCH),
+            seed: 0x5eed,
+            unserved: Vec::new(),
+            gc_lag: Duration::ZERO,
+            auto_settle: true,
+            event_window: DEFAULT_WINDOW,
+            identities: Vec::new(),
+            anonymous: None,
+        }
+    }
+}
+
+/// A running simulated cluster. Dropping it stops the server.
+pub struct Sim {
+    shared: Arc<Shared>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.shared.close_watches.send_modify(|g| *g += 1);
+        let shared = self.shared.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move { shared.drop_connections().await });
+        }
+    }
+}
+
+impl Sim {
+    /// Runs `f` on the state under the lock, then settles when auto-settle is on.
+    pub(crate) fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        let mut st = self.shared.lock();
+        let out = f(&mut st);
+        crate::verbs::after(&mut st);
+        out
+    }
+
+    /// Starts a cluster with namespaces `default` and `kube-system` and the `admin` user.
+    pub async fn start(opts: SimOptions) -> Result<Self, SimError> {
+        let mut state = State::new(opts.start, opts.seed);
+        state.unserved = opts.unserved.iter().cloned().collect();
+        state.gc_lag = opts.gc_lag;
+        state.auto_settle = opts.auto_settle;
+        state.anonymous = opts.anonymous;
+        state.store.set_window(opts.event_window);
+        state.identities.push(Identity::admin("admin"));
+        state.identities.extend(opts.identities);
+        for ns in ["default", "kube-system"] {
+            state.insert(
+                resources::id("namespaces"),
+                json!({"metadata": {"name": ns}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
+                "sim",
+            );
+        }
+        let (shared, accept) = server::start(state).await.map_err(SimError::Bind)?;
+        Ok(Self { shared, accept })
+    }
+
+    /// The server URL (`http://127.0.0.1:<port>`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.shared.addr)
+    }
+
+    /// A kubeconfig for `user` (plain `http://` server, bearer token, namespace `default`).
+    pub fn kubeconfig_yaml(&self, user: &str) -> Result<String, SimError> {
+        let st = self.shared.lock();
+        let id = st
+            .identities
+            .iter()
+            .find(|i| i.user == user)
+            .ok_or_else(|| SimError::UnknownUser(user.to_string()))?;
+        Ok(auth::kubeconfig_yaml(&self.url(), id))
+    }
+
+    /// Adds (or replaces) an identity.
+    pub fn add_identity(&self, id: Identity) {
+        let mut st = self.shared.lock();
+        st.identities.retain(|i| i.user != id.user);
+        st.identities.push(id);
+    }
+
+    /// Creates or replaces an object directly, as setup (no admission, no fault, no log);
+    /// the sim fills uid, creationTimestamp and resourceVersion. Returns the stored object.
+    pub fn apply(&self, obj: Value) -> Result<Value, SimError> {
+        let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let res = resources::by_kind(api_version, kind)
+            .ok_or_else(|| SimError::UnknownKind(format!("{api_version} {kind}")))?;
+        let mut st = self.shared.lock();
+        let out = st.insert(res, obj, "sim");
+        if st.auto_settle {
+            controllers::settle(&mut st);
+        }
+        Ok(out)
+    }
+
+    /// One object, by plural resource, namespace (empty for cluster scope) and name.
+    pub fn get(&self, plural: &str, ns: &str, name: &str) -> Option<Value> {
+        let res = RESOURCES.iter().position(|r| r.plural == plural)?;
+        self.shared.lock().store.get(&Key::new(res, ns, name)).cloned()
+    }
+
+    /// Every object of a resource in a namespace (empty: all namespaces), by name.
+    pub fn list(&self, plural: &str, ns: &str) -> Vec<Value> {
+        let Some(res) = RESOURCES.iter().position(|r| r.plural == plural) else {
+            return Vec::new();
+        };
+        self.shared.lock().store.list(res, ns).into_iter().map(|(_, v)| v.clone()).collect()
+    }
+
+    /// Deletes an object as a controller would (no RBAC, no fault, no log).
+    pub fn delete(&self, plural: &str, ns: &str, name: &str, propagation: Propagation) -> bool {
+        let Some(res) = RESOURCES.iter().position(|r| r.plural == plural) else { return false };
+        let mut st = self.shared.lock();
+        let opts = DeleteOptions { propagation: Some(propagation), ..Default::default() };
+        let ok = delete::delete(&mut st, &Key::new(res, ns, name), &opts).is_ok();
+        if st.auto_settle {
+            controllers::settle(&mut st);
+        }
+        ok
+    }
+
+    /// Adds a fault rule (checked in the order added).
+    pub fn add_fault(&self, rule: Fault) {
+        self.shared.lock().faults.push(Slot { rule, seen: 0, fired: 0 });
+    }
+
+    /// Removes every fault rule.
+    pub fn clear_faults(&self) {
+        self.shared.lock().faults.clear();
+    }
+
+    /// Every request that reached the server, in order.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.shared.lock().log.clone()
+    }
+
+    /// Forgets the request log.
+    pub fn clear_requests(&self) {
+        self.shared.lock().log.clear();
+    }
+
+    /// Refuses (or accepts again) connections: the listener closes and every open
+    /// connection, idle keep-alive ones included, is dropped, so the next request must
+    /// dial and gets ECONNREFUSED. Returns once the listener is in the asked state.
+    pub async fn set_refusing(&self, refusing: bool) {
+        let mut listening = self.shared.listening.subscribe();
+        self.shared.refuse.send_replace(refusing);
+        if refusing {
+            self.close_watches();
+            self.shared.drop_connections().await;
+        }
+        let _ = listening.wait_for(|l| *l != refusing).await;
+        // Let the client's connection tasks see the closed sockets before the next request.
+        for _ in 0..8 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Ends every open watch stream (as an apiserver restart or timeout would).
+    pub fn close_watches(&self) {
+        self.shared.close_watches.send_modify(|g| *g += 1);
+    }
+
+    /// Sends a BOOKMARK at the current resourceVersion to every watch that asked for them.
+    pub fn send_bookmarks(&self) {
+        let rv = self.shared.lock().store.rv();
+        self.shared.bookmarks.send_replace(rv);
+    }
+
+    /// Forgets every kept event: a watch from any earlier resourceVersion gets 410.
+    pub fn compact(&self) {
+        self.shared.lock().store.compact();
+    }
+
+    /// The current resourceVersion of the store.
+    pub fn resource_version(&self) -> u64 {
+        self.shared.lock().store.rv()
+    }
+
+    /// Runs every controller until nothing changes.
+    pub fn settle(&self) {
+        controllers::settle(&mut self.shared.lock());
+    }
+
+    /// Moves the virtual clock forward, then settles.
+    pub fn advance(&self, by: Duration) {
+        let mut st = self.shared.lock();
+        let by = SignedDuration::try_from(by).unwrap_or(SignedDuration::MAX);
+        st.now = st.now.checked_add(by).unwrap_or(st.now);
+        controllers::settle(&mut st);
+    }
+
+    /// The virtual time.
+    pub fn now(&self) -> Timestamp {
+        self.shared.lock().now
+    }
+
+    /// Turns settling after each mutating request on or off.
+    pub fn set_auto_settle(&self, on: bool) {
+        self.shared.lock().auto_settle = on;
+    }
+
+    /// When on, pods ignore SIGTERM: a Terminating pod on a healthy node stays until its
+    /// grace period (`deletionGracePeriodSeconds`) has passed on the virtual clock.
+    pub fn set_slow_termination(&self, on: bool) {
+        self.shared.lock().slow_termination = on;
+    }
+
+    /// Sets the garbage collector's lag.
+    pub fn set_gc_lag(&self, lag: Duration) {
+        self.shared.lock().gc_lag = lag;
+    }
+
+    /// Sets the text `pods/<name>/log` returns.
+    pub fn set_log(&self, ns: &str, pod: &str, text: &str) {
+        self.shared.lock().pod_logs.insert((ns.to_string(), pod.to_string()), text.to_string());
+    }
+
+    /// Appends to a pod's log; `follow` streams receive the chunk.
+    pub fn append_log(&self, ns: &str, pod: &str, text: &str) {
+        let mut st = self.shared.lock();
+        st.pod_logs.entry((ns.to_string(), pod.to_string())).or_default().push_str(text);
+        let chunk = crate::logs::Chunk { ns: ns.into(), pod: pod.into(), text: text.into() };
+        // No follower is fine.
+        let _ = st.log_tx.send(chunk);
+    }
+}

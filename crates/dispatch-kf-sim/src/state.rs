@@ -1,0 +1,144 @@
+//! The simulated cluster's state behind one lock: the store, the virtual clock,
+//! identities, fault rules, the request log, and controller bookkeeping.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use crate::auth::Identity;
+use crate::faults::Slot;
+use crate::resources::{self, ResId};
+use crate::store::{Key, Store};
+
+/// One request as the server saw it, for tests to read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestRecord {
+    /// HTTP method.
+    pub method: String,
+    /// Request path.
+    pub path: String,
+    /// Raw query string.
+    pub query: String,
+    /// Authenticated user, if any.
+    pub user: Option<String>,
+    /// Kubernetes verb (get, list, watch, create, update, patch, delete), or `discovery`.
+    pub verb: String,
+    /// `plural` or `plural/subresource`, empty for discovery.
+    pub resource: String,
+    /// Object name, if any.
+    pub name: String,
+    /// HTTP status answered; `None` when the connection was reset instead.
+    pub status: Option<u16>,
+    /// Whether the request changed the store.
+    pub effect: bool,
+    /// The fault that fired, if any (its `Debug` form).
+    pub fault: Option<String>,
+}
+
+/// Characters the apiserver uses for generated name suffixes.
+const SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+pub(crate) struct State {
+    pub(crate) store: Store,
+    pub(crate) now: Timestamp,
+    pub(crate) identities: Vec<Identity>,
+    pub(crate) faults: Vec<Slot>,
+    pub(crate) log: Vec<RequestRecord>,
+    pub(crate) unserved: BTreeSet<String>,
+    pub(crate) pod_logs: BTreeMap<(String, String), String>,
+    pub(crate) counter: u64,
+    pub(crate) rng: u64,
+    pub(crate) gc_lag: Duration,
+    pub(crate) gc_seen: BTreeMap<Key, Timestamp>,
+    pub(crate) auto_settle: bool,
+    pub(crate) anonymous: Option<String>,
+    pub(crate) slow_termination: bool,
+    pub(crate) log_tx: tokio::sync::broadcast::Sender<crate::logs::Chunk>,
+}
+
+impl State {
+    pub(crate) fn new(start: Timestamp, seed: u64) -> Self {
+        Self {
+            store: Store::new(),
+            now: start,
+            identities: Vec::new(),
+            faults: Vec::new(),
+            log: Vec::new(),
+            unserved: BTreeSet::new(),
+            pod_logs: BTreeMap::new(),
+            counter: 0,
+            rng: seed | 1,
+            gc_lag: Duration::ZERO,
+            gc_seen: BTreeMap::new(),
+            auto_settle: true,
+            anonymous: None,
+            slow_termination: false,
+            log_tx: tokio::sync::broadcast::channel(1024).0,
+        }
+    }
+
+    /// The virtual time as the apiserver writes it (RFC 3339, seconds).
+    pub(crate) fn now_str(&self) -> String {
+        fmt_time(self.now)
+    }
+
+    /// A fresh, deterministic UID.
+    pub(crate) fn next_uid(&mut self) -> String {
+        self.counter += 1;
+        format!("00000000-0000-4000-8000-{:012x}", self.counter)
+    }
+
+    /// A deterministic random suffix of `n` characters from the apiserver's alphabet.
+    pub(crate) fn suffix(&mut self, n: usize) -> String {
+        (0..n)
+            .map(|_| {
+                // xorshift64
+                self.rng ^= self.rng << 13;
+                self.rng ^= self.rng >> 7;
+                self.rng ^= self.rng << 17;
+                SUFFIX_ALPHABET[(self.rng % SUFFIX_ALPHABET.len() as u64) as usize] as char
+            })
+            .collect()
+    }
+
+    /// Inserts an object directly (setup and controllers), filling the metadata the
+    /// apiserver would; returns the stored object.
+    pub(crate) fn insert(&mut self, res: ResId, mut obj: Value, manager: &str) -> Value {
+        let r = &resources::RESOURCES[res];
+        let ns = if r.namespaced {
+            obj.pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("default")
+                .to_string()
+        } else {
+            String::new()
+        };
+        let name =
+            obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        obj["apiVersion"] = json!(r.api_version());
+        obj["kind"] = json!(r.kind);
+        if r.namespaced {
+            obj["metadata"]["namespace"] = json!(ns);
+        }
+        if obj.pointer("/metadata/uid").is_none() {
+            obj["metadata"]["uid"] = json!(self.next_uid());
+        }
+        if obj.pointer("/metadata/creationTimestamp").is_none() {
+            obj["metadata"]["creationTimestamp"] = json!(self.now_str());
+        }
+        if obj.pointer("/metadata/generation").is_none() {
+            obj["metadata"]["generation"] = json!(1);
+        }
+        let time = self.now_str();
+        let old = self.store.get(&Key::new(res, &ns, &name)).cloned();
+        crate::managed::record(old.as_ref(), &mut obj, manager, "Update", "", &time);
+        self.store.put(Key::new(res, &ns, &name), obj)
+    }
+}
+
+/// Formats a timestamp as Kubernetes does (`2026-01-01T00:00:00Z`).
+pub(crate) fn fmt_time(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}

@@ -1,0 +1,149 @@
+//! The object store: every object by resource, namespace and name; one resourceVersion
+//! counter for the whole cluster (as etcd's revision); a window of recent events for
+//! watches, and a broadcast of new ones.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use crate::resources::ResId;
+
+/// Where an object lives.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Key {
+    pub(crate) res: ResId,
+    pub(crate) ns: String,
+    pub(crate) name: String,
+}
+
+impl Key {
+    pub(crate) fn new(res: ResId, ns: &str, name: &str) -> Self {
+        Self { res, ns: ns.to_string(), name: name.to_string() }
+    }
+}
+
+/// The type of a watch event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One change, as watches see it.
+#[derive(Debug, Clone)]
+pub(crate) struct Event {
+    pub(crate) key: Key,
+    pub(crate) typ: EventType,
+    pub(crate) rv: u64,
+    pub(crate) object: Value,
+    /// The object before the change (for selector transitions).
+    pub(crate) old: Option<Value>,
+}
+
+/// How many events the store keeps for watches by default.
+pub(crate) const DEFAULT_WINDOW: usize = 10_000;
+
+pub(crate) struct Store {
+    objects: BTreeMap<Key, Value>,
+    rv: u64,
+    events: VecDeque<Arc<Event>>,
+    window: usize,
+    /// Watches from a resourceVersion below this are expired.
+    oldest: u64,
+    tx: broadcast::Sender<Arc<Event>>,
+}
+
+impl Store {
+    pub(crate) fn new() -> Self {
+        let (tx, _) = broadcast::channel(65_536);
+        Self {
+            objects: BTreeMap::new(),
+            rv: 1,
+            events: VecDeque::new(),
+            window: DEFAULT_WINDOW,
+            oldest: 1,
+            tx,
+        }
+    }
+
+    pub(crate) fn rv(&self) -> u64 {
+        self.rv
+    }
+
+    pub(crate) fn get(&self, key: &Key) -> Option<&Value> {
+        self.objects.get(key)
+    }
+
+    /// Objects of one resource, in one namespace (or all when `ns` is empty), by name.
+    pub(crate) fn list(&self, res: ResId, ns: &str) -> Vec<(&Key, &Value)> {
+        self.objects.iter().filter(|(k, _)| k.res == res && (ns.is_empty() || k.ns == ns)).collect()
+    }
+
+    /// Every object (for controllers and dumps).
+    pub(crate) fn all(&self) -> impl Iterator<Item = (&Key, &Value)> {
+        self.objects.iter()
+    }
+
+    /// Stores an object under a new resourceVersion and emits its event.
+    pub(crate) fn put(&mut self, key: Key, mut obj: Value) -> Value {
+        self.rv += 1;
+        obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
+        let old = self.objects.insert(key.clone(), obj.clone());
+        let typ = if old.is_some() { EventType::Modified } else { EventType::Added };
+        self.emit(Event { key, typ, rv: self.rv, object: obj.clone(), old });
+        obj
+    }
+
+    /// Removes an object for good and emits DELETED.
+    pub(crate) fn remove(&mut self, key: &Key) -> Option<Value> {
+        let mut obj = self.objects.remove(key)?;
+        self.rv += 1;
+        obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
+        let old = Some(obj.clone());
+        self.emit(Event {
+            key: key.clone(),
+            typ: EventType::Deleted,
+            rv: self.rv,
+            object: obj.clone(),
+            old,
+        });
+        Some(obj)
+    }
+
+    fn emit(&mut self, ev: Event) {
+        let ev = Arc::new(ev);
+        self.events.push_back(ev.clone());
+        while self.events.len() > self.window {
+            if let Some(e) = self.events.pop_front() {
+                self.oldest = e.rv;
+            }
+        }
+        // No receiver is fine: nobody watches.
+        let _ = self.tx.send(ev);
+    }
+
+    /// Kept events after `rv`, or `Err(oldest)` when `rv` is older than the window.
+    pub(crate) fn since(&self, rv: u64) -> Result<Vec<Arc<Event>>, u64> {
+        if rv < self.oldest {
+            return Err(self.oldest);
+        }
+        Ok(self.events.iter().filter(|e| e.rv > rv).cloned().collect())
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.tx.subscribe()
+    }
+
+    /// Forgets every kept event: a watch from any earlier resourceVersion is expired.
+    pub(crate) fn compact(&mut self) {
+        self.events.clear();
+        self.oldest = self.rv;
+    }
+
+    pub(crate) fn set_window(&mut self, window: usize) {
+        self.window = window.max(1);
+    }
+}

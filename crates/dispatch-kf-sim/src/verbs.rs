@@ -1,0 +1,195 @@
+//! What a test makes happen to pods and nodes: a container exits (with a code, OOM, a
+//! start error), an image cannot be pulled, the scheduler preempts, the Eviction API
+//! evicts, a node is lost, deleted or tainted out-of-service, GPU nodes are added. Each
+//! writes what the kubelet or controller would, then the controllers settle.
+
+use serde_json::{Value, json};
+
+use crate::controllers::nodes::{OUT_OF_SERVICE, UNREACHABLE};
+use crate::controllers::scheduler::GPU;
+use crate::controllers::util::set_condition;
+use crate::controllers::{self};
+use crate::delete::{self, DeleteOptions};
+use crate::resources::id;
+use crate::sim::Sim;
+use crate::state::State;
+use crate::store::Key;
+
+/// Marks every container terminated with `code` and the pod `Failed` (or `Succeeded`
+/// when the code is 0), as the kubelet reports it under `restartPolicy: Never`.
+pub(crate) fn terminate(pod: &mut Value, code: i64, reason: &str, message: &str, now: &str) {
+    let names: Vec<Value> = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|c| c.iter().map(|c| c["name"].clone()).collect())
+        .unwrap_or_default();
+    let statuses: Vec<Value> = names
+        .into_iter()
+        .map(|name| {
+            let mut t = json!({"exitCode": code, "reason": reason, "startedAt": now, "finishedAt": now});
+            if !message.is_empty() {
+                t["message"] = json!(message);
+            }
+            json!({"name": name, "ready": false, "started": false, "restartCount": 0, "state": {"terminated": t}})
+        })
+        .collect();
+    pod["status"]["containerStatuses"] = json!(statuses);
+    pod["status"]["phase"] = json!(if code == 0 { "Succeeded" } else { "Failed" });
+    for t in ["ContainersReady", "Ready"] {
+        set_condition(pod, t, "False", "PodCompleted", "", now);
+    }
+}
+
+impl Sim {
+    fn with_pod(&self, ns: &str, pod: &str, f: impl FnOnce(&mut State, &Key, &mut Value)) -> bool {
+        self.with_state(|st| {
+            let key = Key::new(id("pods"), ns, pod);
+            let Some(mut p) = st.store.get(&key).cloned() else { return false };
+            f(st, &key, &mut p);
+            true
+        })
+    }
+
+    /// The `node` container (and every other) exits with `code`.
+    pub fn exit(&self, ns: &str, pod: &str, code: i64) -> bool {
+        let reason = if code == 0 { "Completed" } else { "Error" };
+        self.with_pod(ns, pod, |st, key, p| {
+            let now = st.now_str();
+            terminate(p, code, reason, "", &now);
+            st.store.put(key.clone(), p.clone());
+        })
+    }
+
+    /// The container is killed by the kernel's OOM killer (exit 137, `OOMKilled`).
+    pub fn oom(&self, ns: &str, pod: &str) -> bool {
+        self.with_pod(ns, pod, |st, key, p| {
+            let now = st.now_str();
+            terminate(p, 137, "OOMKilled", "", &now);
+            st.store.put(key.clone(), p.clone());
+        })
+    }
+
+    /// The container cannot start (exit 128, `StartError`, with the runtime's message).
+    pub fn start_error(&self, ns: &str, pod: &str, message: &str) -> bool {
+        self.with_pod(ns, pod, |st, key, p| {
+            let now = st.now_str();
+            terminate(p, 128, "StartError", message, &now);
+            st.store.put(key.clone(), p.clone());
+        })
+    }
+
+    /// The image cannot be pulled: the container waits with `ImagePullBackOff`.
+    pub fn image_pull_backoff(&self, ns: &str, pod: &str) -> bool {
+        self.with_pod(ns, pod, |st, key, p| {
+            let image = p.pointer("/spec/containers/0/image").cloned().unwrap_or(Value::Null);
+            let msg = format!("Back-off pulling image {image}");
+            let names: Vec<Value> = p.pointer("/spec/containers").and_then(Value::as_array).map(|c| c.iter().map(|c| c["name"].clone()).collect()).unwrap_or_default();
+            let statuses: Vec<Value> = names.into_iter().map(|n| json!({"name": n, "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "ImagePullBackOff", "message": msg}}})).collect();
+            p["status"]["phase"] = json!("Pending");
+            p["status"]["containerStatuses"] = json!(statuses);
+            st.store.put(key.clone(), p.clone());
+        })
+    }
+
+    fn disrupt(&self, ns: &str, pod: &str, reason: &str, message: &str) -> bool {
+        self.with_pod(ns, pod, |st, key, p| {
+            let now = st.now_str();
+            set_condition(p, "DisruptionTarget", "True", reason, message, &now);
+            st.store.put(key.clone(), p.clone());
+            let _ = delete::delete(st, key, &DeleteOptions::default());
+        })
+    }
+
+    /// The scheduler preempts the pod (DisruptionTarget `PreemptionByScheduler`).
+    pub fn preempt(&self, ns: &str, pod: &str) -> bool {
+        self.disrupt(
+            ns,
+            pod,
+            "PreemptionByScheduler",
+            "DefaultPreemption: preempting to accommodate a higher priority pod",
+        )
+    }
+
+    /// The Eviction API evicts the pod (DisruptionTarget `EvictionByEvictionAPI`).
+    pub fn evict(&self, ns: &str, pod: &str) -> bool {
+        self.disrupt(ns, pod, "EvictionByEvictionAPI", "Eviction API: evicting")
+    }
+
+    /// Adds a Ready node with `gpus` of `nvidia.com/gpu`.
+    pub fn add_gpu_node(&self, name: &str, gpus: u32) {
+        self.with_state(|st| {
+            let now = st.now_str();
+            let cap = json!({"cpu": "32", "memory": "256Gi", "pods": "110", GPU: gpus.to_string()});
+            st.insert(id("nodes"), json!({
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                "spec": {},
+                "status": {"capacity": cap, "allocatable": cap, "conditions": [
+                    {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status", "lastTransitionTime": now, "lastHeartbeatTime": now}
+                ]}
+            }), "sim");
+        });
+    }
+
+    /// The node stops reporting: `Ready=Unknown`, the unreachable taints; its pods are
+    /// evicted by the taint manager after 300 s of virtual time and stay Terminating.
+    pub fn lose_node(&self, name: &str) -> bool {
+        self.with_state(|st| {
+            let key = Key::new(id("nodes"), "", name);
+            let Some(mut n) = st.store.get(&key).cloned() else { return false };
+            let now = st.now_str();
+            set_condition(
+                &mut n,
+                "Ready",
+                "Unknown",
+                "NodeStatusUnknown",
+                "Kubelet stopped posting node status.",
+                &now,
+            );
+            n["spec"]["taints"] = json!([
+                {"key": UNREACHABLE, "effect": "NoSchedule", "timeAdded": now},
+                {"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": now},
+            ]);
+            st.store.put(key, n);
+            let pods: Vec<Key> = st
+                .store
+                .list(id("pods"), "")
+                .into_iter()
+                .filter(|(_, p)| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(name))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in pods {
+                let Some(mut p) = st.store.get(&k).cloned() else { continue };
+                set_condition(&mut p, "Ready", "False", "NodeNotReady", "", &now);
+                st.store.put(k, p);
+            }
+            true
+        })
+    }
+
+    /// The Node object is deleted; pod GC then fails and removes its pods.
+    pub fn delete_node(&self, name: &str) -> bool {
+        self.with_state(|st| st.store.remove(&Key::new(id("nodes"), "", name)).is_some())
+    }
+
+    /// The administrator taints the node `out-of-service`; pod GC then removes its
+    /// Terminating pods.
+    pub fn taint_out_of_service(&self, name: &str) -> bool {
+        self.with_state(|st| {
+            let key = Key::new(id("nodes"), "", name);
+            let Some(mut n) = st.store.get(&key).cloned() else { return false };
+            let now = st.now_str();
+            let mut taints = n.pointer("/spec/taints").and_then(Value::as_array).cloned().unwrap_or_default();
+            taints.push(json!({"key": OUT_OF_SERVICE, "value": "nodeshutdown", "effect": "NoExecute", "timeAdded": now}));
+            n["spec"]["taints"] = json!(taints);
+            st.store.put(key, n);
+            true
+        })
+    }
+}
+
+/// Settles after a verb when auto-settle is on.
+pub(crate) fn after(st: &mut State) {
+    if st.auto_settle {
+        controllers::settle(st);
+    }
+}

@@ -1,0 +1,347 @@
+//! Writes: create (generateName, uid, creationTimestamp, generation), update with
+//! optimistic concurrency, merge / JSON / strategic-as-merge / apply-as-merge patches,
+//! the status subresource, admission, and managedFields.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::apierror::ApiError;
+use crate::auth::Access;
+use crate::request::ApiReq;
+use crate::resources::{RESOURCES, Resource, id};
+use crate::state::State;
+use crate::store::Key;
+use crate::{admission, managed, patch};
+
+/// The manager name for managedFields: `fieldManager`, else the User-Agent up to `/`.
+pub(crate) fn manager(q: &BTreeMap<String, String>, user_agent: &str) -> String {
+    q.get("fieldManager").cloned().filter(|m| !m.is_empty()).unwrap_or_else(|| {
+        let ua = user_agent.split('/').next().unwrap_or_default();
+        if ua.is_empty() { "unknown".to_string() } else { ua.to_string() }
+    })
+}
+
+fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
+}
+
+/// Everything but metadata and status: a change here bumps `metadata.generation`.
+fn spec_part(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+    }
+    v
+}
+
+fn ns_must_exist(state: &State, res: &Resource, ns: &str) -> Result<(), ApiError> {
+    if res.namespaced && state.store.get(&Key::new(id("namespaces"), "", ns)).is_none() {
+        return Err(ApiError::not_found(&RESOURCES[id("namespaces")], ns));
+    }
+    Ok(())
+}
+
+fn runtime_check(state: &State, ns: &str) -> impl Fn(&str, &str) -> bool {
+    let trs: Vec<String> = state
+        .store
+        .list(id("trainingruntimes"), ns)
+        .into_iter()
+        .map(|(k, _)| k.name.clone())
+        .collect();
+    let ctrs: Vec<String> = state
+        .store
+        .list(id("clustertrainingruntimes"), "")
+        .into_iter()
+        .map(|(k, _)| k.name.clone())
+        .collect();
+    move |kind: &str, name: &str| {
+        let list = if kind == "TrainingRuntime" { &trs } else { &ctrs };
+        list.iter().any(|n| n == name)
+    }
+}
+
+/// Creates an object from a request body.
+pub(crate) fn create(
+    state: &mut State,
+    req: &ApiReq,
+    body: &[u8],
+    manager: &str,
+) -> Result<Value, ApiError> {
+    let res = &RESOURCES[req.res];
+    let mut obj = parse_body(body)?;
+    if !obj.is_object() {
+        return Err(ApiError::bad_request("the request body must be a JSON object"));
+    }
+    if !obj["metadata"].is_object() {
+        obj["metadata"] = json!({});
+    }
+    if let Some(ns) = obj.pointer("/metadata/namespace").and_then(Value::as_str)
+        && res.namespaced
+        && ns != req.ns
+    {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    let mut name =
+        obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    if name.is_empty() {
+        let Some(prefix) = obj.pointer("/metadata/generateName").and_then(Value::as_str) else {
+            return Err(ApiError::invalid(
+                res,
+                "",
+                vec![(
+                    "FieldValueRequired",
+                    "metadata.name".into(),
+                    "metadata.name: Required value: name or generateName is required".into(),
+                )],
+            ));
+        };
+        name = format!("{prefix}{}", state.suffix(5));
+    }
+    ns_must_exist(state, res, &req.ns)?;
+    let key = Key::new(req.res, &req.ns, &name);
+    if state.store.get(&key).is_some() {
+        return Err(ApiError::already_exists(res, &name));
+    }
+    let meta = &mut obj["metadata"];
+    meta["name"] = json!(name);
+    for f in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "managedFields"] {
+        if let Some(m) = meta.as_object_mut() {
+            m.remove(f);
+        }
+    }
+    if res.status
+        && let Some(m) = obj.as_object_mut()
+    {
+        m.remove("status");
+    }
+    if res.kind == "Pod" {
+        obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
+    }
+    if res.kind == "TrainJob" {
+        let now = state.now_str();
+        let kueue = !state.unserved.contains(crate::controllers::kueue::GROUP_VERSION);
+        admission::trainjob(res, None, &mut obj, &now, kueue, runtime_check(state, &req.ns))?;
+    }
+    obj["apiVersion"] = json!(res.api_version());
+    obj["kind"] = json!(res.kind);
+    let uid = state.next_uid();
+    let meta = &mut obj["metadata"];
+    if res.namespaced {
+        meta["namespace"] = json!(req.ns);
+    }
+    meta["uid"] = json!(uid);
+    meta["creationTimestamp"] = json!(state.now_str());
+    meta["generation"] = json!(1);
+    let time = state.now_str();
+    managed::record(None, &mut obj, manager, "Update", "", &time);
+    Ok(state.store.put(key, obj))
+}
+
+/// Writes `new` over `old` after the checks every update path shares. `sub` is
+/// `status` for the status subresource.
+pub(crate) fn commit(
+    state: &mut State,
+    req: &ApiReq,
+    old: &Value,
+    mut new: Value,
+    manager: &str,
+    operation: &str,
+) -> Result<Value, ApiError> {
+    let res = &RESOURCES[req.res];
+    let key = Key::new(req.res, &req.ns, &req.name);
+    if new.pointer("/metadata/name").and_then(Value::as_str).is_some_and(|n| n != req.name) {
+        return Err(ApiError::bad_request(
+            "the name of the object does not match the name on the URL",
+        ));
+    }
+    let sent_rv =
+        new.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default();
+    let cur_rv =
+        old.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default();
+    if !sent_rv.is_empty() && sent_rv != cur_rv {
+        return Err(ApiError::conflict(res, &req.name));
+    }
+    if req.sub == "status" {
+        let status = new.get("status").cloned();
+        new = old.clone();
+        match status {
+            Some(s) => new["status"] = s,
+            None => {
+                if let Some(m) = new.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+    } else if res.status {
+        match old.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(m) = new.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+    }
+    // System metadata is the server's.
+    for f in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        match old.pointer(&format!("/metadata/{f}")) {
+            Some(v) => new["metadata"][f] = v.clone(),
+            None => {
+                if let Some(m) = new["metadata"].as_object_mut() {
+                    m.remove(f);
+                }
+            }
+        }
+    }
+    new["metadata"]["namespace"] = old["metadata"]["namespace"].clone();
+    if !res.namespaced
+        && let Some(m) = new["metadata"].as_object_mut()
+    {
+        m.remove("namespace");
+    }
+    new["apiVersion"] = json!(res.api_version());
+    new["kind"] = json!(res.kind);
+    if old.pointer("/metadata/deletionTimestamp").is_some() {
+        // Finalizers may only shrink once deletion has started.
+        let before: Vec<Value> = old
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(after) = new.pointer("/metadata/finalizers").and_then(Value::as_array)
+            && after.iter().any(|f| !before.contains(f))
+        {
+            return Err(ApiError::invalid(
+                res,
+                &req.name,
+                vec![("FieldValueForbidden", "metadata.finalizers".into(), "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted".into())],
+            ));
+        }
+    }
+    if res.kind == "TrainJob" && req.sub.is_empty() {
+        let now = state.now_str();
+        let kueue = !state.unserved.contains(crate::controllers::kueue::GROUP_VERSION);
+        admission::trainjob(res, Some(old), &mut new, &now, kueue, runtime_check(state, &req.ns))?;
+    }
+    if spec_part(old) != spec_part(&new) {
+        let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        new["metadata"]["generation"] = json!(g + 1);
+    }
+    new["metadata"]["resourceVersion"] = json!(cur_rv);
+    let mut cmp_old = old.clone();
+    let mut cmp_new = new.clone();
+    for v in [&mut cmp_old, &mut cmp_new] {
+        if let Some(m) = v["metadata"].as_object_mut() {
+            m.remove("managedFields");
+        }
+    }
+    if cmp_old == cmp_new {
+        // A no-op write stores nothing and keeps the resourceVersion, as the apiserver does.
+        return Ok(old.clone());
+    }
+    let time = state.now_str();
+    managed::record(Some(old), &mut new, manager, operation, &req.sub, &time);
+    let finished = new.pointer("/metadata/deletionTimestamp").is_some()
+        && new.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
+    let stored = state.store.put(key.clone(), new);
+    if finished {
+        state.store.remove(&key);
+    }
+    Ok(stored)
+}
+
+fn existing(state: &State, req: &ApiReq) -> Result<Value, ApiError> {
+    state
+        .store
+        .get(&Key::new(req.res, &req.ns, &req.name))
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(&RESOURCES[req.res], &req.name))
+}
+
+/// PUT.
+pub(crate) fn update(
+    state: &mut State,
+    req: &ApiReq,
+    body: &[u8],
+    manager: &str,
+) -> Result<Value, ApiError> {
+    let new = parse_body(body)?;
+    let old = existing(state, req)?;
+    commit(state, req, &old, new, manager, "Update")
+}
+
+/// PATCH, by content type.
+pub(crate) fn patch(
+    state: &mut State,
+    req: &ApiReq,
+    body: &[u8],
+    content_type: &str,
+    manager: &str,
+) -> Result<Value, ApiError> {
+    let p = parse_body(body)?;
+    let apply = content_type.starts_with("application/apply-patch");
+    let old = match existing(state, req) {
+        Ok(o) => o,
+        Err(e) if apply && req.sub.is_empty() => {
+            let _ = e;
+            let mut body = p.clone();
+            body["metadata"]["name"] = json!(req.name);
+            let bytes = serde_json::to_vec(&body).unwrap_or_default();
+            return create(state, req, &bytes, manager);
+        }
+        Err(e) => return Err(e),
+    };
+    let mut new = old.clone();
+    let operation = if apply { "Apply" } else { "Update" };
+    if content_type.starts_with("application/json-patch+json") {
+        patch::json_patch(&mut new, &p)?;
+    } else if content_type.starts_with("application/merge-patch+json")
+        || content_type.starts_with("application/strategic-merge-patch+json")
+        || apply
+    {
+        patch::merge(&mut new, &p);
+    } else {
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {content_type:?})"
+            ),
+        ));
+    }
+    if p.pointer("/metadata/resourceVersion").is_none() {
+        // A patch without a resourceVersion is unconditional.
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
+    }
+    commit(state, req, &old, new, manager, operation)
+}
+
+/// SelfSubjectAccessReview: answered from the caller's own rules.
+pub(crate) fn access_review(state: &State, user: &str, body: &[u8]) -> Result<Value, ApiError> {
+    let mut review = parse_body(body)?;
+    let attrs = review.pointer("/spec/resourceAttributes").cloned().unwrap_or(json!({}));
+    let s = |k: &str| attrs.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    let (verb, group, resource, sub, ns) =
+        (s("verb"), s("group"), s("resource"), s("subresource"), s("namespace"));
+    let a = Access { verb: &verb, group: &group, resource: &resource, sub: &sub, ns: &ns };
+    let allowed = state.identities.iter().find(|i| i.user == user).is_some_and(|i| i.may(&a));
+    review["apiVersion"] = json!("authorization.k8s.io/v1");
+    review["kind"] = json!("SelfSubjectAccessReview");
+    review["status"] = if allowed {
+        json!({"allowed": true, "reason": "allowed by the simulated cluster's rules"})
+    } else {
+        json!({"allowed": false})
+    };
+    Ok(review)
+}

@@ -1,0 +1,173 @@
+//! Kueue through the real client: a Workload per queued TrainJob, the admission gate,
+//! quota, admission checks with podSetUpdates, deactivation and check retries evicting
+//! and suspending the TrainJob, and the gate annotation that can only shrink.
+
+mod common;
+
+use common::*;
+use dispatch_kf_sim::{Sim, SimOptions};
+use kube::Api;
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+async fn kueue_cluster(quota: &str) -> Sim {
+    let sim = Sim::start_demo(SimOptions::default(), 2, 8).await.unwrap();
+    sim.apply(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+        "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "default-flavor",
+            "resources": [{"name": "nvidia.com/gpu", "nominalQuota": quota}]}]}],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": "dispatch-readmission"}]}}}))
+        .unwrap();
+    sim.apply(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": "team-a", "namespace": "default"}, "spec": {"clusterQueue": "cq"}}))
+        .unwrap();
+    sim
+}
+
+fn queued(name: &str, gate: Option<&str>) -> DynamicObject {
+    let mut meta = json!({"name": name, "labels": {"kueue.x-k8s.io/queue-name": "team-a"}});
+    if let Some(g) = gate {
+        meta["annotations"] = json!({"kueue.x-k8s.io/admission-gated-by": g});
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": meta,
+        "spec": {"runtimeRef": {"name": "torch-distributed"},
+                 "trainer": {"image": "t:1", "numNodes": 1, "resourcesPerNode": {"limits": {"nvidia.com/gpu": "8"}}}}
+    }))
+    .unwrap()
+}
+
+fn workload(sim: &Sim) -> Value {
+    sim.list("workloads", "default").pop().expect("a Workload")
+}
+
+fn cond<'a>(obj: &'a Value, typ: &str) -> Option<&'a Value> {
+    obj.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == typ)
+}
+
+async fn set_check(sim: &Sim, state: &str) {
+    let wl = workload(sim);
+    let name = wl["metadata"]["name"].as_str().unwrap().to_string();
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client(sim).await, "default", &workloads_ar());
+    let mut checks = wl["status"]["admissionChecks"].clone();
+    checks[0]["state"] = json!(state);
+    checks[0]["podSetUpdates"] = json!([{"name": "node", "annotations": {"d/admission": "1"}}]);
+    api.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"admissionChecks": checks}})),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_gated_trainjob_gets_a_suspended_gated_workload() {
+    let sim = kueue_cluster("16").await;
+    trainjobs(&client(&sim).await)
+        .create(&PostParams::default(), &queued("job", Some("d/start")))
+        .await
+        .unwrap();
+    let tj = sim.get("trainjobs", "default", "job").unwrap();
+    assert_eq!(tj["spec"]["suspend"], true, "Kueue suspends a queued job at creation");
+    let wl = workload(&sim);
+    let name = wl["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("trainjob-job-") && name.len() == "trainjob-job-".len() + 5, "{name}");
+    assert_eq!(wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"], tj["metadata"]["uid"]);
+    assert_eq!(wl["metadata"]["annotations"]["kueue.x-k8s.io/admission-gated-by"], "d/start");
+    let c = cond(&wl, "QuotaReserved").unwrap();
+    assert_eq!(
+        (c["status"].clone(), c["reason"].clone()),
+        (json!("False"), json!("AdmissionGated"))
+    );
+    assert_eq!(c["message"], "Admission is gated by: d/start");
+    assert!(sim.list("pods", "default").is_empty());
+}
+
+#[tokio::test]
+async fn removing_the_gate_reserves_quota_and_a_ready_check_admits_and_resumes() {
+    let sim = kueue_cluster("16").await;
+    let api = trainjobs(&client(&sim).await);
+    api.create(&PostParams::default(), &queued("job", Some("d/start"))).await.unwrap();
+    let ungate = Patch::Merge(
+        json!({"metadata": {"annotations": {"kueue.x-k8s.io/admission-gated-by": null}}}),
+    );
+    api.patch("job", &PatchParams::default(), &ungate).await.unwrap();
+    let wl = workload(&sim);
+    assert_eq!(cond(&wl, "QuotaReserved").unwrap()["status"], "True");
+    assert_eq!(wl["status"]["admissionChecks"][0]["state"], "Pending");
+    assert!(cond(&wl, "Admitted").is_none_or(|c| c["status"] != "True"));
+    set_check(&sim, "Ready").await;
+    assert_eq!(cond(&workload(&sim), "Admitted").unwrap()["status"], "True");
+    let tj = sim.get("trainjobs", "default", "job").unwrap();
+    assert_eq!(tj["spec"]["suspend"], false);
+    let pods = sim.list("pods", "default");
+    assert_eq!(pods.len(), 1);
+    assert_eq!(
+        pods[0]["metadata"]["annotations"]["d/admission"], "1",
+        "podSetUpdates reach the pods"
+    );
+}
+
+#[tokio::test]
+async fn deactivating_or_a_retry_evicts_and_suspends_the_trainjob() {
+    let sim = kueue_cluster("16").await;
+    trainjobs(&client(&sim).await)
+        .create(&PostParams::default(), &queued("job", None))
+        .await
+        .unwrap();
+    set_check(&sim, "Ready").await;
+    assert_eq!(sim.list("pods", "default").len(), 1);
+    set_check(&sim, "Retry").await;
+    let wl = workload(&sim);
+    // Evicted, then requeued at once: quota is reserved again and the check waits.
+    assert_eq!(
+        cond(&wl, "Evicted").unwrap()["message"],
+        "Previously: At least one admission check is false"
+    );
+    assert_eq!(cond(&wl, "Admitted").unwrap()["status"], "False");
+    assert_eq!(wl["status"]["admissionChecks"][0]["state"], "Pending");
+    assert_eq!(sim.get("trainjobs", "default", "job").unwrap()["spec"]["suspend"], true);
+    assert!(sim.list("pods", "default").is_empty());
+    let name = wl["metadata"]["name"].as_str().unwrap().to_string();
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client(&sim).await, "default", &workloads_ar());
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(json!({"spec": {"active": false}})))
+        .await
+        .unwrap();
+    let wl = workload(&sim);
+    assert_eq!(cond(&wl, "Evicted").unwrap()["reason"], "Deactivated");
+    assert_eq!(cond(&wl, "QuotaReserved").unwrap()["status"], "False");
+}
+
+#[tokio::test]
+async fn a_workload_over_quota_waits_with_pending() {
+    let sim = kueue_cluster("8").await;
+    let api = trainjobs(&client(&sim).await);
+    api.create(&PostParams::default(), &queued("a", None)).await.unwrap();
+    api.create(&PostParams::default(), &queued("b", None)).await.unwrap();
+    let waiting: Vec<Value> = sim
+        .list("workloads", "default")
+        .into_iter()
+        .filter(|w| cond(w, "QuotaReserved").is_some_and(|c| c["status"] == "False"))
+        .collect();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(cond(&waiting[0], "QuotaReserved").unwrap()["reason"], "Pending");
+}
+
+#[tokio::test]
+async fn the_admission_gate_can_only_shrink() {
+    let sim = kueue_cluster("16").await;
+    let api = trainjobs(&client(&sim).await);
+    api.create(&PostParams::default(), &queued("job", Some("d/start,other/gate"))).await.unwrap();
+    let shrink = Patch::Merge(
+        json!({"metadata": {"annotations": {"kueue.x-k8s.io/admission-gated-by": "other/gate"}}}),
+    );
+    api.patch("job", &PatchParams::default(), &shrink).await.unwrap();
+    let grow = Patch::Merge(
+        json!({"metadata": {"annotations": {"kueue.x-k8s.io/admission-gated-by": "other/gate,new/gate"}}}),
+    );
+    let err = api_status(api.patch("job", &PatchParams::default(), &grow).await.unwrap_err());
+    assert_eq!(err.code, 403);
+    assert!(err.message.contains("new/gate"), "{}", err.message);
+}

@@ -1,0 +1,56 @@
+//! Snapshots of what the controllers make of each TrainJob under `fixtures/trainjobs/`
+//! on the demo cluster (two 8-GPU nodes, `torch-distributed`): the TrainJob as stored
+//! (defaults, webhook time, conditions), its JobSet, and its pods (names, labels,
+//! binding or the scheduler's reason). A new fixture file is a new test.
+
+mod common;
+
+use common::*;
+use dispatch_kf_sim::{Sim, SimOptions};
+use kube::api::{DynamicObject, PostParams};
+use serde_json::{Value, json};
+
+fn pod_view(p: &Value) -> Value {
+    json!({
+        "name": p["metadata"]["name"],
+        "labels": p["metadata"]["labels"],
+        "annotations": p["metadata"]["annotations"],
+        "nodeName": p["spec"]["nodeName"],
+        "nodeSelector": p["spec"]["nodeSelector"],
+        "phase": p["status"]["phase"],
+        "conditions": p["status"]["conditions"],
+    })
+}
+
+#[test]
+fn trainer_jobset_and_pods_for_each_fixture() {
+    insta::glob!("fixtures/trainjobs/*.json", |path| {
+        let text = std::fs::read_to_string(path).unwrap();
+        let job: DynamicObject = serde_json::from_str(&text).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let view = rt.block_on(async {
+            let sim = Sim::start_demo(SimOptions::default(), 2, 8).await.unwrap();
+            let name = job.metadata.name.clone().unwrap();
+            trainjobs(&client(&sim).await).create(&PostParams::default(), &job).await.unwrap();
+            let mut tj = sim.get("trainjobs", "default", &name).unwrap();
+            tj["metadata"]["managedFields"] = json!("(elided)");
+            let mut js = sim.get("jobsets", "default", &name).unwrap_or(Value::Null);
+            if js.is_object() {
+                js["metadata"]["managedFields"] = json!("(elided)");
+            }
+            let pods: Vec<Value> = sim.list("pods", "default").iter().map(pod_view).collect();
+            json!({"trainjob": tj, "jobset": js, "pods": pods})
+        });
+        insta::assert_json_snapshot!(view);
+    });
+}
+
+#[test]
+fn kubeconfig_names_the_server_user_and_token() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let yaml = rt.block_on(async {
+        let sim = Sim::start(SimOptions::default()).await.unwrap();
+        sim.kubeconfig_yaml("admin").unwrap().replace(&sim.url(), "http://127.0.0.1:PORT")
+    });
+    insta::assert_snapshot!(yaml);
+}
