@@ -2,25 +2,29 @@
 //!
 //! - `cargo xtask test`: every test of the workspace (what `.ci/run` runs).
 //! - `cargo xtask ci`: formatting, clippy with warnings denied, docs, then the tests.
+//! - `cargo xtask bench classify`: offline classification against a plain JSON parse.
 //!
 //! `tidy.rs` holds checks on the codebase itself, run as tests.
 
+mod bench;
 mod run;
 #[cfg(test)]
 mod tidy;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <test|ci>
+const USAGE: &str = "usage: cargo xtask <test|ci|bench classify>
 
-  test   run every test of the workspace
-  ci     cargo fmt --check, clippy -D warnings, cargo doc, then test";
+  test             run every test of the workspace
+  ci               cargo fmt --check, clippy -D warnings, cargo doc, then test
+  bench classify   time dispatch-kf classify against serde_json on generated dumps";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
+        Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);

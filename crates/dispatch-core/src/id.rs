@@ -32,6 +32,19 @@ impl JobId {
         }
     }
 
+    /// The ULID of `millis` since the Unix epoch (48 bits) and 80 bits of `random`,
+    /// both made by the caller: this crate reads no clock and draws no randomness.
+    pub fn from_parts(millis: u64, random: u128) -> JobId {
+        let value: u128 =
+            (u128::from(millis & 0xFFFF_FFFF_FFFF) << 80) | (random & ((1 << 80) - 1));
+        let alphabet = CROCKFORD.as_bytes();
+        let text: String = (0..Self::LEN)
+            .rev()
+            .map(|i| alphabet[((value >> (5 * i)) & 31) as usize] as char)
+            .collect();
+        JobId(text)
+    }
+
     /// The canonical (upper-case) text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -98,7 +111,21 @@ mod tests {
         }
     }
 
+    #[test]
+    fn from_parts_makes_canonical_ulids() {
+        let id = JobId::from_parts(1_767_225_600_000, 0x1234_5678_9abc_def0_1234);
+        assert_eq!(JobId::parse(id.as_str()).unwrap(), id);
+        assert_eq!(JobId::from_parts(0, 0).as_str(), "00000000000000000000000000");
+        assert_eq!(JobId::from_parts(u64::MAX, u128::MAX).as_str(), "7ZZZZZZZZZZZZZZZZZZZZZZZZZ");
+    }
+
     proptest! {
+        #[test]
+        fn from_parts_is_always_canonical(millis in any::<u64>(), random in any::<u128>()) {
+            let id = JobId::from_parts(millis, random);
+            prop_assert_eq!(JobId::parse(id.as_str()).unwrap(), id);
+        }
+
         #[test]
         fn canonical_ulids_round_trip(s in "[0-7][0-9A-HJKMNP-TV-Z]{25}") {
             let id = JobId::parse(&s).unwrap();

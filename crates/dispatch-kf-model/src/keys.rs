@@ -98,3 +98,34 @@ pub mod env {
     /// The prefix every dispatch variable has; a job may not use it.
     pub const RESERVED_PREFIX: &str = "DISPATCH_";
 }
+
+/// The extension naming the runtime a job runs on (`kubeflow/RuntimeRef`).
+pub const EXT_RUNTIME_REF: &str = "kubeflow/RuntimeRef";
+/// The TrainingRuntime kind: a namespaced runtime.
+pub const KIND_TRAINING_RUNTIME: &str = "TrainingRuntime";
+/// The ClusterTrainingRuntime kind: a cluster-wide runtime.
+pub const KIND_CLUSTER_TRAINING_RUNTIME: &str = "ClusterTrainingRuntime";
+/// The TrainJob kind.
+pub const KIND_TRAIN_JOB: &str = "TrainJob";
+/// The extended resource GPUs are asked for under, unless the settings say otherwise.
+pub const DEFAULT_GPU_RESOURCE: &str = "nvidia.com/gpu";
+/// The `$0` the prologue runs as, and the prefix of its messages.
+pub const PROLOGUE_NAME: &str = "dispatch-prologue";
+/// The preflight probe's image: a reference no registry serves.
+pub const PROBE_IMAGE: &str = "dispatch.invalid/never:probe";
+
+/// The label and annotation keys the model reads (classification, and the ranks of an
+/// execution in `ranks`): the dump reader keeps no others
+/// (`lenient::StrMap`), so an object's other labels cost nothing.
+pub const READ_BY_CLASSIFICATION: [&str; 10] = [
+    LABEL_JOB_ID,
+    LABEL_SUBMISSION,
+    JOBSET_NAME,
+    JOBSET_RESTART_ATTEMPT,
+    JOBSET_JOB_INDEX,
+    JOB_COMPLETION_INDEX,
+    KUEUE_JOB_UID,
+    ANN_ADMISSION,
+    ANN_HOLD_INSTANCE,
+    KUEUE_ADMISSION_GATED_BY,
+];

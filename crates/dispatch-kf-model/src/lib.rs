@@ -5,8 +5,30 @@
 //! same inputs always give byte-identical objects and observations. Nothing here talks
 //! to a cluster: the client reads, this crate decides, the Backend composes the two.
 
+pub mod capabilities;
+pub mod classify;
+pub mod dump;
+pub mod gates;
 pub mod keys;
+pub mod kueue;
+pub mod lenient;
 pub mod mode;
 pub mod names;
+pub mod object;
+pub mod snapshot;
+pub mod view;
 
+pub use classify::{Options, classify};
 pub use mode::Mode;
+pub use snapshot::Snapshot;
+pub mod prologue;
+pub mod ranks;
+pub mod readback;
+pub mod render;
+pub mod runtime;
+pub mod settings;
+
+pub use render::request::read_request;
+pub use render::{Purpose, Rendered, probe_request, render};
+pub use runtime::{RuntimeKind, RuntimeRef, SourceRuntime};
+pub use settings::Settings;

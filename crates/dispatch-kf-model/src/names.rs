@@ -31,6 +31,19 @@ pub fn parse(name: &str) -> Option<(JobId, u32)> {
     Some((job, submission))
 }
 
+/// The job and submission of an object whose name begins with one [`make`] writes,
+/// followed by `-` and more (the JobSet's pods: `<name>-<job>-<i>-<j>-<suffix>`).
+pub fn parse_prefix(name: &str) -> Option<(JobId, u32)> {
+    let head = name.get(..3 + JobId::LEN + 2)?;
+    let rest = &name[head.len()..];
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let (own, tail) = name.split_at(head.len() + digits);
+    if !tail.starts_with('-') {
+        return None;
+    }
+    parse(own)
+}
+
 /// A decimal of 1 or more written without sign or leading zero, as dispatch writes
 /// counters and hold instances; `None` for anything else.
 pub fn parse_canonical_decimal(text: &str) -> Option<u64> {
@@ -85,6 +98,15 @@ mod tests {
         ] {
             assert_eq!(parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn pod_names_give_their_job_and_submission() {
+        let pod = "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s12-node-0-3-x7k2p";
+        assert_eq!(parse_prefix(pod), Some((job(), 12)));
+        assert_eq!(parse_prefix("dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s12"), None);
+        assert_eq!(parse_prefix("dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s012-node"), None);
+        assert_eq!(parse_prefix("dj-01jdq4v8z6k3m0b7x2n5r9"), None);
     }
 
     #[test]

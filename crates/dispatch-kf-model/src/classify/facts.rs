@@ -1,0 +1,113 @@
+//! [`Facts`]: what the rules read of one TrainJob, gathered once from the index: its
+//! JobSet, its Workload, its pods, its execution and the hold on its held object.
+
+use std::collections::HashMap;
+
+use dispatch_core::{Execution, JobId};
+
+use super::Options;
+use super::execution;
+use super::index::{Index, PodRef};
+use crate::keys;
+use crate::mode::Mode;
+use crate::names;
+use crate::view::{JobSet, Node, TrainJob, Workload, true_condition};
+
+/// What the rules read of one TrainJob.
+pub(crate) struct Facts<'a> {
+    /// The settings of this classification.
+    pub(crate) options: &'a Options,
+    /// The TrainJob.
+    pub(crate) tj: &'a TrainJob,
+    /// The job and submission its name encodes, when it is a name dispatch makes.
+    pub(crate) named: Option<(JobId, u32)>,
+    /// The JobSet of its name.
+    pub(crate) job_set: Option<&'a JobSet>,
+    /// Kueue mode: the Workload labelled with its UID.
+    pub(crate) workload: Option<&'a Workload>,
+    /// Its pods, live and captured, sorted by name.
+    pub(crate) pods: Vec<PodRef<'a>>,
+    /// Its current execution.
+    pub(crate) execution: Option<Execution>,
+    /// The raw `d/hold-instance` of the held object, when present.
+    pub(crate) hold_text: Option<&'a str>,
+    /// The hold instance in force, when the annotation is a canonical decimal.
+    pub(crate) hold_instance: Option<u64>,
+    /// Nodes by name.
+    pub(crate) nodes: &'a HashMap<&'a str, &'a Node>,
+}
+
+impl<'a> Facts<'a> {
+    /// Gathers the facts of `tj`.
+    pub(crate) fn gather(index: &'a Index<'a>, options: &'a Options, tj: &'a TrainJob) -> Self {
+        let (ns, name) = (tj.meta.namespace(), tj.meta.name());
+        let named = names::parse(name);
+        let id_text = named.as_ref().map(|(j, _)| j.to_string());
+        let n_text = named.as_ref().map(|(_, n)| n.to_string());
+        let job = match (&id_text, &n_text) {
+            (Some(id), Some(n)) => Some((id.as_str(), n.as_str())),
+            _ => tj.meta.label(keys::LABEL_JOB_ID).zip(tj.meta.label(keys::LABEL_SUBMISSION)),
+        };
+        let pods = index.pods_of(ns, name, job);
+        let execution = execution::current(pods.iter().filter_map(|p| p.exec));
+        let workload = match options.mode {
+            Mode::Kueue => index.workload(ns, tj.meta.uid()),
+            Mode::Plain => None,
+        };
+        let held_meta = match options.mode {
+            Mode::Kueue => workload.map(|w| &w.meta),
+            Mode::Plain => Some(&tj.meta),
+        };
+        let hold_text = held_meta.and_then(|m| m.annotation(keys::ANN_HOLD_INSTANCE));
+        let hold_instance = hold_text.and_then(names::parse_canonical_decimal);
+        Facts {
+            options,
+            tj,
+            named,
+            job_set: index.job_set(ns, name),
+            workload,
+            pods,
+            execution,
+            hold_text,
+            hold_instance,
+            nodes: &index.nodes,
+        }
+    }
+
+    /// The submission: from the name, else from the `d/submission` label, else 0.
+    pub(crate) fn submission(&self) -> u32 {
+        self.named.as_ref().map(|(_, n)| *n).unwrap_or_else(|| {
+            self.tj
+                .meta
+                .label(keys::LABEL_SUBMISSION)
+                .and_then(names::parse_canonical_decimal)
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0)
+        })
+    }
+
+    /// The pods of the current execution; every pod when none counts towards one.
+    pub(crate) fn current_pods(&self) -> impl Iterator<Item = &PodRef<'a>> {
+        self.pods.iter().filter(|p| self.execution.is_none() || p.exec == self.execution)
+    }
+
+    /// The live pods of the current execution.
+    pub(crate) fn current_live_pods(&self) -> impl Iterator<Item = &PodRef<'a>> {
+        self.current_pods().filter(|p| !p.captured)
+    }
+
+    /// Whether `spec.suspend` is true or the TrainJob has `Suspended=True`.
+    pub(crate) fn suspended(&self) -> bool {
+        self.tj.suspend.is_true() || true_condition(&self.tj.conditions, "Suspended").is_some()
+    }
+
+    /// Plain mode: always. Kueue mode: the Workload has `Admitted=True`.
+    pub(crate) fn admitted(&self) -> bool {
+        match self.options.mode {
+            Mode::Plain => true,
+            Mode::Kueue => {
+                self.workload.is_some_and(|w| true_condition(&w.conditions, "Admitted").is_some())
+            }
+        }
+    }
+}

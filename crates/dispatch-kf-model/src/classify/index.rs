@@ -1,0 +1,135 @@
+//! The snapshot indexed once per classification, so that the cost is linear in the
+//! number of objects (spec/classification.md "Determinism and robustness").
+
+use std::collections::HashMap;
+
+use dispatch_core::Execution;
+
+use super::execution;
+use crate::keys;
+use crate::snapshot::Snapshot;
+use crate::view::{JobSet, Node, Pod, TrainJob, Workload};
+
+/// One pod, live or captured, with the execution it counts towards.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PodRef<'a> {
+    /// The pod.
+    pub(crate) pod: &'a Pod,
+    /// True for a deleted pod's captured last state.
+    pub(crate) captured: bool,
+    /// Its execution, when it carries both counters.
+    pub(crate) exec: Option<Execution>,
+}
+
+impl PodRef<'_> {
+    /// The pod's name.
+    pub(crate) fn name(&self) -> &str {
+        self.pod.meta.name()
+    }
+}
+
+/// A map by namespace, then by a second key.
+type ByNs<'a, V> = HashMap<&'a str, HashMap<&'a str, V>>;
+
+fn get2<'m, 'a, V>(map: &'m ByNs<'a, V>, ns: &str, key: &str) -> Option<&'m V> {
+    map.get(ns)?.get(key)
+}
+
+/// Lookups over one snapshot.
+pub(crate) struct Index<'a> {
+    /// Every pod, live first, then captured.
+    pub(crate) pods: Vec<PodRef<'a>>,
+    by_jobset: ByNs<'a, Vec<usize>>,
+    /// By namespace, then `<job-id>/<submission>` labels.
+    by_job: HashMap<&'a str, HashMap<(&'a str, &'a str), Vec<usize>>>,
+    job_sets: ByNs<'a, &'a JobSet>,
+    workloads: ByNs<'a, Vec<&'a Workload>>,
+    train_jobs: ByNs<'a, Vec<&'a TrainJob>>,
+    /// Nodes by name.
+    pub(crate) nodes: HashMap<&'a str, &'a Node>,
+}
+
+impl<'a> Index<'a> {
+    /// Indexes `snapshot`.
+    pub(crate) fn new(snapshot: &'a Snapshot) -> Index<'a> {
+        let live = snapshot.pods.iter().map(|p| (p, false));
+        let captured = snapshot.captured_pods.iter().map(|p| (p, true));
+        let pods: Vec<PodRef<'a>> = live
+            .chain(captured)
+            .map(|(pod, captured)| PodRef { pod, captured, exec: execution::of_pod(pod) })
+            .collect();
+        let mut by_jobset: ByNs<'a, Vec<usize>> = HashMap::new();
+        let mut by_job: HashMap<&str, HashMap<(&str, &str), Vec<usize>>> = HashMap::new();
+        for (i, p) in pods.iter().enumerate() {
+            let meta = &p.pod.meta;
+            if let Some(js) = meta.label(keys::JOBSET_NAME) {
+                by_jobset.entry(meta.namespace()).or_default().entry(js).or_default().push(i);
+            }
+            if let (Some(id), Some(n)) =
+                (meta.label(keys::LABEL_JOB_ID), meta.label(keys::LABEL_SUBMISSION))
+            {
+                by_job.entry(meta.namespace()).or_default().entry((id, n)).or_default().push(i);
+            }
+        }
+        let mut job_sets: ByNs<'a, &JobSet> = HashMap::new();
+        for js in &snapshot.job_sets {
+            job_sets.entry(js.meta.namespace()).or_default().entry(js.meta.name()).or_insert(js);
+        }
+        let mut workloads: ByNs<'a, Vec<&Workload>> = HashMap::new();
+        for w in &snapshot.workloads {
+            if let Some(uid) = w.meta.label(keys::KUEUE_JOB_UID) {
+                workloads.entry(w.meta.namespace()).or_default().entry(uid).or_default().push(w);
+            }
+        }
+        let mut train_jobs: ByNs<'a, Vec<&TrainJob>> = HashMap::new();
+        for tj in &snapshot.train_jobs {
+            let by_name = train_jobs.entry(tj.meta.namespace()).or_default();
+            by_name.entry(tj.meta.name()).or_default().push(tj);
+        }
+        let nodes = snapshot.nodes.iter().map(|n| (n.meta.name(), n)).collect();
+        Index { pods, by_jobset, by_job, job_sets, workloads, train_jobs, nodes }
+    }
+
+    /// The pods of a JobSet name, and those labelled with a job-id and submission,
+    /// once each, sorted by name (live before captured on equal names).
+    pub(crate) fn pods_of(
+        &self,
+        ns: &str,
+        jobset: &str,
+        job: Option<(&str, &str)>,
+    ) -> Vec<PodRef<'a>> {
+        let mut ids: Vec<usize> = get2(&self.by_jobset, ns, jobset).cloned().unwrap_or_default();
+        if let Some(key) = job {
+            ids.extend(self.by_job.get(ns).and_then(|m| m.get(&key)).into_iter().flatten());
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        let mut out: Vec<PodRef<'a>> = ids.into_iter().map(|i| self.pods[i]).collect();
+        out.sort_by(|a, b| (a.name(), a.captured).cmp(&(b.name(), b.captured)));
+        out
+    }
+
+    /// The JobSet of a name.
+    pub(crate) fn job_set(&self, ns: &str, name: &str) -> Option<&'a JobSet> {
+        get2(&self.job_sets, ns, name).copied()
+    }
+
+    /// The Workload labelled with a TrainJob's UID: the one it owns when several are,
+    /// else the first by name.
+    pub(crate) fn workload(&self, ns: &str, uid: &str) -> Option<&'a Workload> {
+        let found = get2(&self.workloads, ns, uid)?;
+        let owned =
+            |w: &&&Workload| w.meta.owner_references.0.iter().any(|o| o.uid.get() == Some(uid));
+        found
+            .iter()
+            .filter(owned)
+            .min_by_key(|w| w.meta.name())
+            .or_else(|| found.iter().min_by_key(|w| w.meta.name()))
+            .copied()
+    }
+
+    /// The TrainJobs of a name (several only when merged files disagree).
+    pub(crate) fn train_jobs(&self, ns: &str, name: &str) -> &[&'a TrainJob] {
+        get2(&self.train_jobs, ns, name).map_or(&[], Vec::as_slice)
+    }
+}

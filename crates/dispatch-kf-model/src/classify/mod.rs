@@ -1,0 +1,114 @@
+//! Classification: `classify(snapshot, options, now)` reports every TrainJob of a
+//! snapshot, and every orphan, as an [`ObjectObs`] (seeds/classification.txt;
+//! spec/classification.md).
+//!
+//! For each TrainJob, in order: the six rules decide state and cause (`rules`); a
+//! cause left at none becomes unknown for a True condition the adapter does not know
+//! (`unknown_condition`); then the detail is the cause's own, the foreign notes
+//! (`foreign`) and the situation notes (`situation`), joined with `; `. Orphans
+//! (`orphans`) follow. Same snapshot, options and `now`: the same observations.
+
+mod disruption_target;
+pub(crate) mod execution;
+mod facts;
+mod findings;
+mod foreign;
+mod index;
+mod node_termination;
+mod orphans;
+mod rules;
+mod situation;
+mod text;
+mod unknown_condition;
+
+use dispatch_core::{ObjectKind, ObjectObs, ObjectRef};
+use jiff::Timestamp;
+
+use crate::mode::Mode;
+use crate::snapshot::Snapshot;
+use facts::Facts;
+use index::Index;
+
+/// The settings of one classification.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Plain or Kueue.
+    pub mode: Mode,
+    /// Whether the adapter may get Nodes. Without it, a running object is never judged
+    /// node-lost from a Node's state (only from a pod's own finding).
+    pub nodes_readable: bool,
+    /// The backend's configured name, for [`ObjectRef::backend`].
+    pub backend: String,
+}
+
+/// The observation of every TrainJob of `snapshot`, sorted by namespace, name and UID,
+/// then of every orphan, sorted by namespace, kind and name.
+pub fn classify(snapshot: &Snapshot, options: &Options, now: Timestamp) -> Vec<ObjectObs> {
+    let index = Index::new(snapshot);
+    let mut train_jobs: Vec<_> = snapshot.train_jobs.iter().collect();
+    train_jobs.sort_by(|a, b| {
+        (a.meta.namespace(), a.meta.name(), a.meta.uid()).cmp(&(
+            b.meta.namespace(),
+            b.meta.name(),
+            b.meta.uid(),
+        ))
+    });
+    let mut out: Vec<ObjectObs> = train_jobs
+        .into_iter()
+        .map(|tj| train_job(&Facts::gather(&index, options, tj), now))
+        .collect();
+    let mut orphans = orphans::find(snapshot, &index);
+    orphans.sort_by(|a, b| (&a.ns, a.kind, &a.name, &a.uid).cmp(&(&b.ns, b.kind, &b.name, &b.uid)));
+    out.extend(orphans.into_iter().map(|o| ObjectObs {
+        object: ObjectRef {
+            backend: options.backend.clone(),
+            kind: o.kind,
+            namespace: o.ns,
+            name: o.name,
+            uid: o.uid,
+        },
+        submission: o.submission,
+        state: o.state,
+        admin_held: false,
+        hold_instance: None,
+        cause: o.cause,
+        execution: o.execution,
+        foreign: true,
+        seen_at: now,
+    }));
+    out
+}
+
+fn train_job(f: &Facts<'_>, now: Timestamp) -> ObjectObs {
+    let mut outcome = rules::decide(f);
+    unknown_condition::apply(f.tj, &mut outcome.cause);
+    let foreign = foreign::notes(f);
+    let gated = rules::gated::is_closed(f.tj, f.options.mode);
+    let situation = situation::notes(f, &outcome, gated);
+    let mut parts = Vec::with_capacity(1 + foreign.len() + situation.len());
+    if !outcome.cause.detail.is_empty() {
+        parts.push(std::mem::take(&mut outcome.cause.detail));
+    }
+    let is_foreign = !foreign.is_empty();
+    parts.extend(foreign);
+    parts.extend(situation);
+    outcome.cause.detail = parts.join(text::JOIN);
+    let meta = &f.tj.meta;
+    ObjectObs {
+        object: ObjectRef {
+            backend: f.options.backend.clone(),
+            kind: ObjectKind::TrainJob,
+            namespace: meta.namespace().to_owned(),
+            name: meta.name().to_owned(),
+            uid: meta.uid().to_owned(),
+        },
+        submission: f.submission(),
+        state: outcome.state,
+        admin_held: outcome.admin_held,
+        hold_instance: f.hold_instance,
+        cause: outcome.cause,
+        execution: f.execution,
+        foreign: is_foreign,
+        seen_at: now,
+    }
+}

@@ -1,0 +1,151 @@
+//! Orphans: what is left of a TrainJob that is gone (seeds/classification.txt
+//! "Orphans"; spec/classification.md "Orphans"). A JobSet, live pod or runtime copy of
+//! dispatch's with no live TrainJob of its UID is its own object: foreign, cause
+//! unknown with no provenance.
+//!
+//! Which objects are dispatch's: a JobSet or runtime copy whose name `names::parse`
+//! accepts or that carries the `d/job-id` label; a pod whose `jobset-name` label is such
+//! a name or that carries `d/job-id`. A JobSet or runtime copy is an orphan when its
+//! controller owner's UID is no TrainJob of its name (or, with no controller, when no
+//! TrainJob has its name). A pod is an orphan when no TrainJob has its `jobset-name` label's
+//! name nor the name its job-id and submission labels make, or when its JobSet is an
+//! orphan. Captured pods are never reported: they are gone.
+
+use dispatch_core::{Cause, CauseKind, Execution, ObjectKind, ObjectState};
+
+use super::execution;
+use super::index::Index;
+use super::situation::terminating;
+use super::text::JOIN;
+use crate::keys;
+use crate::names;
+use crate::object::Meta;
+use crate::snapshot::Snapshot;
+use crate::view::{JobSet, true_condition};
+
+/// One orphan, before it becomes an observation.
+pub(crate) struct Orphan {
+    /// Its kind.
+    pub(crate) kind: ObjectKind,
+    /// Its namespace, name and UID.
+    pub(crate) ns: String,
+    /// Its name.
+    pub(crate) name: String,
+    /// Its UID.
+    pub(crate) uid: String,
+    /// The submission, from its name or label.
+    pub(crate) submission: u32,
+    /// Ended or running.
+    pub(crate) state: ObjectState,
+    /// Cause unknown with the orphan detail.
+    pub(crate) cause: Cause,
+    /// The execution of its pods.
+    pub(crate) execution: Option<Execution>,
+}
+
+fn is_dispatch_name_or_labelled(meta: &Meta) -> bool {
+    names::parse(meta.name()).is_some() || meta.label(keys::LABEL_JOB_ID).is_some()
+}
+
+fn submission_of(name: &str, meta: &Meta) -> u32 {
+    names::parse(name).map(|(_, n)| n).unwrap_or_else(|| {
+        meta.label(keys::LABEL_SUBMISSION)
+            .and_then(names::parse_canonical_decimal)
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(0)
+    })
+}
+
+/// Whether an object owned (or not) by a TrainJob of `name` has no live TrainJob.
+fn is_orphan(index: &Index<'_>, meta: &Meta, name: &str) -> bool {
+    let live = index.train_jobs(meta.namespace(), name);
+    match meta.controller().and_then(|o| o.uid.get()) {
+        Some(uid) => !live.iter().any(|tj| tj.meta.uid() == uid),
+        None => live.is_empty(),
+    }
+}
+
+fn detail(kind: ObjectKind, name: &str, owner: Option<&str>, notes: Vec<String>) -> Cause {
+    let mut parts = vec![match owner {
+        Some(uid) => format!("orphan {} {name} of TrainJob {uid}", kind.name()),
+        None => format!("orphan {} {name} of a TrainJob that is gone", kind.name()),
+    }];
+    parts.extend(notes);
+    Cause { kind: CauseKind::Unknown, detail: parts.join(JOIN), ..Cause::none() }
+}
+
+fn job_set_is_orphan(index: &Index<'_>, js: &JobSet) -> bool {
+    is_orphan(index, &js.meta, js.meta.name())
+}
+
+/// Every orphan of the snapshot.
+pub(crate) fn find(snapshot: &Snapshot, index: &Index<'_>) -> Vec<Orphan> {
+    let mut out = Vec::new();
+    let orphan = |kind, meta: &Meta, state, cause, execution| Orphan {
+        kind,
+        ns: meta.namespace().to_owned(),
+        name: meta.name().to_owned(),
+        uid: meta.uid().to_owned(),
+        submission: submission_of(meta.name(), meta),
+        state,
+        cause,
+        execution,
+    };
+    for js in &snapshot.job_sets {
+        let meta = &js.meta;
+        if !is_dispatch_name_or_labelled(meta) || !job_set_is_orphan(index, js) {
+            continue;
+        }
+        let finished =
+            ["Completed", "Failed"].iter().any(|t| true_condition(&js.conditions, t).is_some());
+        let state = if finished { ObjectState::Ended } else { ObjectState::Running };
+        let owner = meta.controller().and_then(|o| o.uid.get());
+        let pods = index.pods_of(meta.namespace(), meta.name(), None);
+        let exec = execution::current(pods.iter().filter(|p| !p.captured).filter_map(|p| p.exec));
+        let cause = detail(ObjectKind::JobSet, meta.name(), owner, Vec::new());
+        out.push(orphan(ObjectKind::JobSet, meta, state, cause, exec));
+    }
+    for pod in &snapshot.pods {
+        let meta = &pod.meta;
+        let job_label = meta.label(keys::LABEL_JOB_ID);
+        let made = job_label.zip(meta.label(keys::LABEL_SUBMISSION)).and_then(|(id, n)| {
+            let job = dispatch_core::JobId::parse(id).ok()?;
+            let n = u32::try_from(names::parse_canonical_decimal(n)?).ok()?;
+            Some(names::make(&job, n))
+        });
+        let label = meta.label(keys::JOBSET_NAME);
+        let Some(jobset) = label.map(str::to_owned).or_else(|| made.clone()) else { continue };
+        if names::parse(&jobset).is_none() && job_label.is_none() {
+            continue;
+        }
+        let js = index.job_set(meta.namespace(), &jobset);
+        let live = [Some(&jobset), made.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|n| !index.train_jobs(meta.namespace(), n).is_empty());
+        if live && !js.is_some_and(|js| job_set_is_orphan(index, js)) {
+            continue;
+        }
+        let owner = js.and_then(|js| js.meta.controller()).and_then(|o| o.uid.get());
+        let state = if pod.is_terminal() { ObjectState::Ended } else { ObjectState::Running };
+        let notes = terminating(pod).into_iter().collect();
+        let cause = detail(ObjectKind::Pod, meta.name(), owner, notes);
+        let mut o = orphan(ObjectKind::Pod, meta, state, cause, execution::of_pod(pod));
+        o.submission = meta
+            .label(keys::LABEL_SUBMISSION)
+            .and_then(names::parse_canonical_decimal)
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or_else(|| submission_of(&jobset, meta));
+        out.push(o);
+    }
+    for rt in &snapshot.runtimes {
+        let meta = &rt.meta;
+        if !is_dispatch_name_or_labelled(meta) || !is_orphan(index, meta, meta.name()) {
+            continue;
+        }
+        let owner = meta.controller().and_then(|o| o.uid.get());
+        let cause = detail(ObjectKind::TrainingRuntime, meta.name(), owner, Vec::new());
+        out.push(orphan(ObjectKind::TrainingRuntime, meta, ObjectState::Ended, cause, None));
+    }
+    out
+}

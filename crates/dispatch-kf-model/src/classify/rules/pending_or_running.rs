@@ -1,0 +1,149 @@
+//! Rule 6, Pending or running: everything else (seeds/classification.txt "6. Pending or
+//! running"; the causes are spec/classification.md "Rule 6: the cause, first that
+//! applies"). Running when admitted and not suspended, pending otherwise.
+
+use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
+use jiff::Timestamp;
+
+use super::{Outcome, Reported};
+use crate::classify::facts::Facts;
+use crate::classify::findings::{self, time};
+use crate::classify::text::{with_words, words};
+use crate::keys;
+use crate::mode::Mode;
+use crate::view::{condition, true_condition};
+
+/// What a Workload's latest eviction reason gives, Kueue mode and not admitted.
+/// A reason not listed is [`EVICTED_ANYTHING_ELSE`] (`PodsReadyTimeout`,
+/// `AdmissionCheck`, `ClusterQueueStopped`, `LocalQueueStopped`, ...).
+pub(crate) const EVICTED_ROWS: &[(&str, CauseKind)] =
+    &[("Preempted", CauseKind::Preempted), ("NodeFailures", CauseKind::NodeLost)];
+
+/// The kind of an eviction reason the table does not list.
+pub(crate) const EVICTED_ANYTHING_ELSE: CauseKind = CauseKind::Requeued;
+
+/// Rule 6.
+pub(crate) fn rule(f: &Facts<'_>) -> Outcome {
+    let admitted = f.admitted();
+    let state =
+        if admitted && !f.suspended() { ObjectState::Running } else { ObjectState::Pending };
+    let mut reported = Reported::default();
+    let cause = node_lost(f)
+        .or_else(|| evicted(f, admitted))
+        .or_else(|| {
+            let c = no_quota(f, admitted);
+            reported.quota = c.is_some();
+            c
+        })
+        .or_else(|| {
+            let c = unschedulable(f);
+            reported.unschedulable = c.is_some();
+            c
+        })
+        .unwrap_or_else(Cause::none);
+    Outcome { state, admin_held: false, cause, reported }
+}
+
+fn scheduler(kind: CauseKind, detail: String, at: Option<Timestamp>) -> Cause {
+    Cause {
+        kind,
+        provenance: Some(Provenance::Scheduler),
+        actor: None,
+        detail,
+        exit_code: None,
+        at,
+    }
+}
+
+/// A node-lost finding among the current pods, else (Nodes readable) a live pod bound
+/// to a Node that is gone, not Ready, or out of service.
+fn node_lost(f: &Facts<'_>) -> Option<Cause> {
+    let lost: Vec<_> = f
+        .current_pods()
+        .flat_map(|p| findings::of_pod(p.pod))
+        .filter(|x| x.kind == CauseKind::NodeLost)
+        .collect();
+    if !lost.is_empty() {
+        let mut lost = lost;
+        findings::sort(&mut lost);
+        let x = &lost[0];
+        return Some(scheduler(CauseKind::NodeLost, format!("pod {}: {}", x.pod, x.detail), x.at));
+    }
+    if !f.options.nodes_readable {
+        return None;
+    }
+    f.current_live_pods().filter(|p| !p.pod.is_terminal()).find_map(|p| {
+        let node_name = p.pod.node_name.get().filter(|n| !n.is_empty())?;
+        let pod = p.name();
+        let Some(node) = f.nodes.get(node_name) else {
+            return Some(scheduler(
+                CauseKind::NodeLost,
+                format!("pod {pod}: node {node_name} is gone"),
+                None,
+            ));
+        };
+        if let Some(ready) = condition(&node.conditions, "Ready").filter(|c| !c.is_true()) {
+            let status = ready.status.get().unwrap_or("Unknown");
+            let detail =
+                with_words(&format!("pod {pod}: node {node_name} Ready={status}"), &words(ready));
+            return Some(scheduler(
+                CauseKind::NodeLost,
+                detail,
+                time(ready.last_transition_time.get()),
+            ));
+        }
+        let taint = node.taints.iter().find(|t| t.key.get() == Some(keys::TAINT_OUT_OF_SERVICE))?;
+        Some(scheduler(
+            CauseKind::NodeLost,
+            format!("pod {pod}: node {node_name} is out of service"),
+            time(taint.time_added.get()),
+        ))
+    })
+}
+
+/// Kueue, not admitted: the Workload's `Evicted=True`, by its reason.
+fn evicted(f: &Facts<'_>, admitted: bool) -> Option<Cause> {
+    if f.options.mode != Mode::Kueue || admitted {
+        return None;
+    }
+    let w = f.workload?;
+    let c = true_condition(&w.conditions, "Evicted")?;
+    let reason = c.reason.or_empty();
+    let kind =
+        EVICTED_ROWS.iter().find(|(r, _)| *r == reason).map_or(EVICTED_ANYTHING_ELSE, |r| r.1);
+    let mut detail = with_words(&format!("Workload {} Evicted", w.meta.name()), &words(c));
+    if kind == CauseKind::Preempted
+        && let Some(p) = true_condition(&w.conditions, "Preempted")
+    {
+        detail.push_str(&format!(" (Preempted: {})", words(p)));
+    }
+    Some(scheduler(kind, detail, time(c.last_transition_time.get())))
+}
+
+/// Kueue, not admitted, and the Workload has `QuotaReserved=False`.
+fn no_quota(f: &Facts<'_>, admitted: bool) -> Option<Cause> {
+    if f.options.mode != Mode::Kueue || admitted {
+        return None;
+    }
+    let w = f.workload?;
+    let c =
+        condition(&w.conditions, "QuotaReserved").filter(|c| c.status.get() == Some("False"))?;
+    let detail = with_words(&format!("Workload {} QuotaReserved=False", w.meta.name()), &words(c));
+    Some(scheduler(CauseKind::NoCapacity, detail, time(c.last_transition_time.get())))
+}
+
+/// A pod of the current execution with `PodScheduled=False`, reason `Unschedulable`:
+/// the first by name.
+pub(crate) fn unschedulable(f: &Facts<'_>) -> Option<Cause> {
+    f.current_live_pods().find_map(|p| {
+        let c = unschedulable_condition(p.pod)?;
+        let detail = format!("pod {} unschedulable: {}", p.name(), c.message.or_empty());
+        Some(scheduler(CauseKind::NoCapacity, detail, time(c.last_transition_time.get())))
+    })
+}
+
+/// A pod's `PodScheduled=False` condition with reason `Unschedulable`.
+pub(crate) fn unschedulable_condition(pod: &crate::view::Pod) -> Option<&crate::object::Condition> {
+    condition(&pod.conditions, "PodScheduled")
+        .filter(|c| c.status.get() == Some("False") && c.reason.get() == Some("Unschedulable"))
+}

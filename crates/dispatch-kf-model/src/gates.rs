@@ -1,0 +1,247 @@
+//! The hold family's decisions (`spec/gates.md`): what Open, Hold and Release change on
+//! the object as read, or why they refuse. Pure: each function edits a JSON object in
+//! place and says whether to write it; the Backend reads, calls, and writes with the
+//! resource version it read (retrying a conflict by calling again on a fresh read).
+//!
+//! Plain mode edits the TrainJob (`spec.suspend`, the admission count on the TrainJob
+//! and in dispatch's runtime patch, the hold instance). Kueue mode lifts the start gate
+//! on the TrainJob and holds on the Workload (`spec.active`, the hold instance).
+
+use dispatch_core::{Error, Refinement};
+use serde_json::{Map, Value, json};
+
+use crate::keys;
+use crate::names::parse_canonical_decimal;
+
+/// What the caller learned of the object before the edit, from its classification.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Situation {
+    /// The TrainJob has ended (Complete or Failed).
+    pub ended: bool,
+    /// Pods of the object that still exist (a previous execution's, still going).
+    pub pods_remaining: Vec<String>,
+}
+
+/// Whether an edit changed the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Write it.
+    Write,
+    /// Nothing to do: the call succeeds without writing.
+    Unchanged,
+}
+
+/// `value` as a JSON object, made one first if it is anything else: the objects come
+/// from the apiserver, but a malformed one must not panic.
+fn object(value: &mut Value) -> &mut Map<String, Value> {
+    if !value.is_object() {
+        *value = Value::Object(Map::new());
+    }
+    value.as_object_mut().expect("made an object just above")
+}
+
+/// The member `key` of `value` (made an object first, if need be).
+fn field<'a>(value: &'a mut Value, key: &str) -> &'a mut Value {
+    object(value).entry(key).or_insert(Value::Null)
+}
+
+fn annotations(value: &mut Value) -> &mut Map<String, Value> {
+    object(field(field(value, "metadata"), "annotations"))
+}
+
+fn annotation<'v>(object: &'v Value, key: &str) -> Option<&'v str> {
+    object.pointer("/metadata/annotations")?.get(key)?.as_str()
+}
+
+/// The hold instance in force on `object`: `None` when there is none. A malformed
+/// value is a refusal: someone else wrote it, and dispatch will not guess.
+pub fn hold_in_force(object: &Value) -> Result<Option<u64>, Error> {
+    match annotation(object, keys::ANN_HOLD_INSTANCE) {
+        None => Ok(None),
+        Some(text) => parse_canonical_decimal(text).map(Some).ok_or_else(|| {
+            Error::rejected(format!(
+                "annotation {}={text:?} is malformed: want a decimal of 1 or more; remove it by hand",
+                keys::ANN_HOLD_INSTANCE
+            ))
+        }),
+    }
+}
+
+/// The admission count A of a plain-mode TrainJob (0 when absent or malformed).
+pub fn admission(train_job: &Value) -> u64 {
+    annotation(train_job, keys::ANN_ADMISSION).and_then(|a| a.parse().ok()).unwrap_or(0)
+}
+
+/// Sets the admission count on the TrainJob and in dispatch's runtime patch (every pod
+/// template of the patch), so the next execution's pods carry it.
+fn set_admission(train_job: &mut Value, count: u64) {
+    annotations(train_job).insert(keys::ANN_ADMISSION.into(), json!(count.to_string()));
+    let patches = train_job.pointer_mut("/spec/runtimePatches").and_then(Value::as_array_mut);
+    for patch in patches.into_iter().flatten() {
+        if patch.get("manager").and_then(Value::as_str) != Some(keys::RUNTIME_PATCH_MANAGER) {
+            continue;
+        }
+        let jobs = patch
+            .pointer_mut("/trainingRuntimeSpec/template/spec/replicatedJobs")
+            .and_then(Value::as_array_mut);
+        for job in jobs.into_iter().flatten() {
+            if let Some(meta) = job.pointer_mut("/template/spec/template/metadata") {
+                *field(field(meta, "annotations"), keys::ANN_ADMISSION) = json!(count.to_string());
+            }
+        }
+    }
+}
+
+fn set_suspend(train_job: &mut Value, suspend: bool) {
+    *field(field(train_job, "spec"), "suspend") = json!(suspend);
+}
+
+fn set_active(workload: &mut Value, active: bool) {
+    *field(field(workload, "spec"), "active") = json!(active);
+}
+
+fn stale(instance: u64, in_force: u64) -> Error {
+    Error::refined(
+        Refinement::StaleHold,
+        format!("hold {instance} is not the one in force: hold {in_force} is"),
+    )
+}
+
+fn pods_remain(verb: &str, pods: &[String]) -> Error {
+    Error::refined(
+        Refinement::PodsRemain,
+        format!(
+            "{verb} must wait: pods of the previous execution remain ({}); nothing was written, retry",
+            pods.join(", ")
+        ),
+    )
+}
+
+/// Refuses an instance of 0: hold instances start at 1.
+pub fn check_instance(instance: u64) -> Result<(), Error> {
+    if instance == 0 {
+        Err(Error::invalid("hold instance 0 is not valid: instances start at 1"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Plain-mode Open: lift the start gate (`spec.suspend: false`, admission 1), unless a
+/// dispatch hold keeps it stopped (then only the admission count moves).
+pub fn open_plain(train_job: &mut Value, situation: &Situation) -> Result<Change, Error> {
+    let count = admission(train_job);
+    if situation.ended {
+        return Err(ended_before_open(count == 0));
+    }
+    if count >= 1 {
+        return Ok(Change::Unchanged);
+    }
+    if !situation.pods_remaining.is_empty() {
+        return Err(pods_remain("open", &situation.pods_remaining));
+    }
+    let held = hold_in_force(train_job)?.is_some();
+    set_admission(train_job, 1);
+    set_suspend(train_job, held);
+    Ok(Change::Write)
+}
+
+/// Kueue-mode Open: remove dispatch's start gate from the TrainJob's
+/// `kueue.x-k8s.io/admission-gated-by` (the annotation goes when it was the only gate).
+pub fn open_kueue(train_job: &mut Value, situation: &Situation) -> Result<Change, Error> {
+    let gates: Vec<String> = annotation(train_job, keys::KUEUE_ADMISSION_GATED_BY)
+        .map(|g| g.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default();
+    let gated = gates.iter().any(|g| g == keys::START_GATE);
+    if situation.ended {
+        return Err(ended_before_open(gated));
+    }
+    if !gated {
+        return Ok(Change::Unchanged);
+    }
+    let rest: Vec<String> = gates.into_iter().filter(|g| g != keys::START_GATE).collect();
+    let annotations = annotations(train_job);
+    if rest.is_empty() {
+        annotations.remove(keys::KUEUE_ADMISSION_GATED_BY);
+    } else {
+        annotations.insert(keys::KUEUE_ADMISSION_GATED_BY.into(), json!(rest.join(",")));
+    }
+    Ok(Change::Write)
+}
+
+fn ended_before_open(never_opened: bool) -> Error {
+    if never_opened {
+        Error::rejected("the TrainJob ended without being opened")
+    } else {
+        Error::rejected("the TrainJob has run and ended")
+    }
+}
+
+/// Hold `instance` on the held object (the TrainJob in plain mode, the Workload in
+/// Kueue mode): sets the hold instance and stops it (`spec.suspend: true` or
+/// `spec.active: false`). The same instance again writes nothing; another is stale.
+pub fn hold(
+    held: &mut Value,
+    instance: u64,
+    situation: &Situation,
+    kueue: bool,
+) -> Result<Change, Error> {
+    check_instance(instance)?;
+    if situation.ended {
+        return Err(Error::rejected("the TrainJob has ended: there is nothing to hold"));
+    }
+    match hold_in_force(held)? {
+        Some(k) if k == instance => return Ok(Change::Unchanged),
+        Some(k) => return Err(stale(instance, k)),
+        None => {}
+    }
+    annotations(held).insert(keys::ANN_HOLD_INSTANCE.into(), json!(instance.to_string()));
+    if kueue {
+        set_active(held, false);
+    } else {
+        set_suspend(held, true);
+    }
+    Ok(Change::Write)
+}
+
+/// Plain-mode Release of `instance`: when the gate has been lifted, runs the TrainJob
+/// again as a new execution (admission + 1), once the previous execution's pods are
+/// gone; when it never was, only removes the hold. No hold in force writes nothing.
+pub fn release_plain(
+    train_job: &mut Value,
+    instance: u64,
+    situation: &Situation,
+) -> Result<Change, Error> {
+    check_instance(instance)?;
+    match hold_in_force(train_job)? {
+        None => return Ok(Change::Unchanged),
+        Some(k) if k != instance => return Err(stale(instance, k)),
+        Some(_) => {}
+    }
+    let count = admission(train_job);
+    if count >= 1 {
+        if !situation.pods_remaining.is_empty() {
+            return Err(pods_remain("release", &situation.pods_remaining));
+        }
+        set_admission(train_job, count + 1);
+        set_suspend(train_job, false);
+    }
+    annotations(train_job).remove(keys::ANN_HOLD_INSTANCE);
+    Ok(Change::Write)
+}
+
+/// Kueue-mode Release of `instance` on the Workload: removes the hold and makes it
+/// active again; the gate controller then permits one more admission.
+pub fn release_kueue(workload: &mut Value, instance: u64) -> Result<Change, Error> {
+    check_instance(instance)?;
+    match hold_in_force(workload)? {
+        None => return Ok(Change::Unchanged),
+        Some(k) if k != instance => return Err(stale(instance, k)),
+        Some(_) => {}
+    }
+    annotations(workload).remove(keys::ANN_HOLD_INSTANCE);
+    set_active(workload, true);
+    Ok(Change::Write)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,213 @@
+//! One test per rule of `spec/gates.md`'s hold family.
+
+use dispatch_core::Kind;
+use serde_json::{Value, json};
+
+use super::*;
+
+/// A plain-mode TrainJob as render writes it: gated, admission 0, the runtime patch.
+fn gated() -> Value {
+    json!({
+        "metadata": {"name": "dj-x-s1", "annotations": {keys::ANN_ADMISSION: "0"}},
+        "spec": {
+            "suspend": true,
+            "runtimePatches": [
+                {"manager": "kueue.x-k8s.io/manager", "trainingRuntimeSpec": {}},
+                {"manager": keys::RUNTIME_PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+                    {"name": "node", "template": {"spec": {"template": {"metadata": {
+                        "labels": {}, "annotations": {keys::ANN_ADMISSION: "0"}}}}}}
+                ]}}}}
+            ]
+        }
+    })
+}
+
+fn calm() -> Situation {
+    Situation::default()
+}
+
+fn patched_admission(tj: &Value) -> &str {
+    tj.pointer("/spec/runtimePatches/1/trainingRuntimeSpec/template/spec/replicatedJobs/0/template/spec/template/metadata/annotations")
+        .and_then(|a| a.get(keys::ANN_ADMISSION))
+        .and_then(Value::as_str)
+        .unwrap()
+}
+
+fn opened() -> Value {
+    let mut tj = gated();
+    open_plain(&mut tj, &calm()).unwrap();
+    tj
+}
+
+#[test]
+fn open_lifts_the_plain_gate_and_counts_the_first_admission() {
+    let tj = opened();
+    assert_eq!(tj["spec"]["suspend"], false);
+    assert_eq!(admission(&tj), 1);
+    assert_eq!(patched_admission(&tj), "1");
+    assert!(
+        tj.pointer("/spec/runtimePatches/0/trainingRuntimeSpec")
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn open_on_a_lifted_gate_writes_nothing() {
+    let mut tj = opened();
+    assert_eq!(open_plain(&mut tj, &calm()).unwrap(), Change::Unchanged);
+}
+
+#[test]
+fn open_on_an_ended_train_job_says_whether_it_ever_ran() {
+    let ended = Situation { ended: true, ..calm() };
+    let err = open_plain(&mut gated(), &ended).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.message()),
+        (Kind::Rejected, "the TrainJob ended without being opened")
+    );
+    let err = open_plain(&mut opened(), &ended).unwrap_err();
+    assert_eq!((err.kind(), err.message()), (Kind::Rejected, "the TrainJob has run and ended"));
+}
+
+#[test]
+fn open_while_pods_remain_is_pods_remain_and_writes_nothing() {
+    let mut tj = gated();
+    let busy = Situation { pods_remaining: vec!["p-0".into()], ..calm() };
+    let err = open_plain(&mut tj, &busy).unwrap_err();
+    assert!(err.is_pods_remain() && err.is(Kind::Unreachable));
+    assert_eq!(tj, gated());
+}
+
+#[test]
+fn open_under_a_hold_counts_the_admission_but_the_hold_keeps_it_stopped() {
+    let mut tj = gated();
+    hold(&mut tj, 1, &calm(), false).unwrap();
+    open_plain(&mut tj, &calm()).unwrap();
+    assert_eq!(admission(&tj), 1);
+    assert_eq!(tj["spec"]["suspend"], true);
+}
+
+#[test]
+fn hold_sets_the_instance_and_suspends() {
+    let mut tj = opened();
+    assert_eq!(hold(&mut tj, 3, &calm(), false).unwrap(), Change::Write);
+    assert_eq!(hold_in_force(&tj).unwrap(), Some(3));
+    assert_eq!(tj["spec"]["suspend"], true);
+    assert_eq!(hold(&mut tj, 3, &calm(), false).unwrap(), Change::Unchanged);
+    let err = hold(&mut tj, 4, &calm(), false).unwrap_err();
+    assert!(err.is_stale_hold() && err.is(Kind::Rejected), "{err:?}");
+}
+
+#[test]
+fn hold_refuses_instance_zero_and_ended_objects() {
+    assert!(hold(&mut opened(), 0, &calm(), false).unwrap_err().is(Kind::Invalid));
+    let ended = Situation { ended: true, ..calm() };
+    assert!(hold(&mut opened(), 1, &ended, false).unwrap_err().is(Kind::Rejected));
+    assert!(release_plain(&mut opened(), 0, &calm()).unwrap_err().is(Kind::Invalid));
+}
+
+#[test]
+fn release_runs_the_job_again_as_a_new_execution() {
+    let mut tj = opened();
+    hold(&mut tj, 1, &calm(), false).unwrap();
+    assert_eq!(release_plain(&mut tj, 1, &calm()).unwrap(), Change::Write);
+    assert_eq!(hold_in_force(&tj).unwrap(), None);
+    assert_eq!(tj["spec"]["suspend"], false);
+    assert_eq!(admission(&tj), 2);
+    assert_eq!(patched_admission(&tj), "2");
+}
+
+#[test]
+fn release_while_pods_remain_refuses_and_the_hold_stays() {
+    let mut tj = opened();
+    hold(&mut tj, 1, &calm(), false).unwrap();
+    let before = tj.clone();
+    let busy = Situation { pods_remaining: vec!["p-0".into(), "p-1".into()], ..calm() };
+    let err = release_plain(&mut tj, 1, &busy).unwrap_err();
+    assert!(err.is_pods_remain(), "{err:?}");
+    assert!(err.message().contains("p-0, p-1"), "{}", err.message());
+    assert_eq!(tj, before);
+}
+
+#[test]
+fn release_before_open_only_removes_the_hold() {
+    let mut tj = gated();
+    hold(&mut tj, 1, &calm(), false).unwrap();
+    release_plain(&mut tj, 1, &calm()).unwrap();
+    assert_eq!(hold_in_force(&tj).unwrap(), None);
+    assert_eq!(tj["spec"]["suspend"], true, "the start gate is still closed");
+    assert_eq!(admission(&tj), 0);
+}
+
+#[test]
+fn release_without_a_hold_writes_nothing_and_another_instance_is_stale() {
+    let mut tj = opened();
+    assert_eq!(release_plain(&mut tj, 1, &calm()).unwrap(), Change::Unchanged);
+    hold(&mut tj, 2, &calm(), false).unwrap();
+    assert!(release_plain(&mut tj, 1, &calm()).unwrap_err().is_stale_hold());
+}
+
+#[test]
+fn a_malformed_hold_instance_is_refused_not_guessed() {
+    let mut tj = opened();
+    tj["metadata"]["annotations"][keys::ANN_HOLD_INSTANCE] = json!("01");
+    let err = hold(&mut tj, 1, &calm(), false).unwrap_err();
+    assert!(err.is(Kind::Rejected) && err.message().contains("malformed"), "{err:?}");
+}
+
+#[test]
+fn kueue_open_removes_only_dispatchs_gate() {
+    let mut tj =
+        json!({"metadata": {"annotations": {keys::KUEUE_ADMISSION_GATED_BY: keys::START_GATE}}});
+    assert_eq!(open_kueue(&mut tj, &calm()).unwrap(), Change::Write);
+    assert!(tj["metadata"]["annotations"].get(keys::KUEUE_ADMISSION_GATED_BY).is_none());
+    assert_eq!(open_kueue(&mut tj, &calm()).unwrap(), Change::Unchanged);
+
+    let both = format!("example.com/other,{}", keys::START_GATE);
+    let mut tj = json!({"metadata": {"annotations": {keys::KUEUE_ADMISSION_GATED_BY: both}}});
+    open_kueue(&mut tj, &calm()).unwrap();
+    assert_eq!(tj["metadata"]["annotations"][keys::KUEUE_ADMISSION_GATED_BY], "example.com/other");
+}
+
+#[test]
+fn kueue_open_on_an_ended_train_job_says_whether_it_ever_ran() {
+    let ended = Situation { ended: true, ..calm() };
+    let mut gated =
+        json!({"metadata": {"annotations": {keys::KUEUE_ADMISSION_GATED_BY: keys::START_GATE}}});
+    assert_eq!(
+        open_kueue(&mut gated, &ended).unwrap_err().message(),
+        "the TrainJob ended without being opened"
+    );
+    assert_eq!(
+        open_kueue(&mut json!({}), &ended).unwrap_err().message(),
+        "the TrainJob has run and ended"
+    );
+}
+
+#[test]
+fn kueue_holds_deactivate_the_workload_and_release_reactivates_it() {
+    let mut wl = json!({"metadata": {"name": "w"}, "spec": {"active": true}});
+    hold(&mut wl, 1, &calm(), true).unwrap();
+    assert_eq!(wl["spec"]["active"], false);
+    assert_eq!(hold_in_force(&wl).unwrap(), Some(1));
+    assert!(release_kueue(&mut wl, 2).unwrap_err().is_stale_hold());
+    assert_eq!(release_kueue(&mut wl, 1).unwrap(), Change::Write);
+    assert_eq!(wl["spec"]["active"], true);
+    assert_eq!(hold_in_force(&wl).unwrap(), None);
+    assert_eq!(release_kueue(&mut wl, 1).unwrap(), Change::Unchanged);
+}
+
+#[test]
+fn malformed_objects_do_not_panic() {
+    for mut bad in [json!(null), json!(5), json!({"metadata": 3, "spec": "x"}), json!([1])] {
+        let _ = open_plain(&mut bad.clone(), &calm());
+        let _ = open_kueue(&mut bad.clone(), &calm());
+        let _ = hold(&mut bad.clone(), 1, &calm(), false);
+        let _ = hold(&mut bad.clone(), 1, &calm(), true);
+        let _ = release_plain(&mut bad.clone(), 1, &calm());
+        let _ = release_kueue(&mut bad, 1);
+    }
+}

@@ -1,0 +1,232 @@
+//! Kueue mode's pure checks (`spec/gates.md`): what proves the readmission gate at
+//! preflight, and what Start waits for on a new TrainJob's Workload.
+//!
+//! Each check returns `Err` with the failing part in words, which becomes the reason of
+//! the ReadmissionGate capability or of Start's refusal.
+
+use jiff::Timestamp;
+use serde_json::Value;
+
+use crate::keys;
+
+fn text<'v>(value: &'v Value, pointer: &str) -> Option<&'v str> {
+    value.pointer(pointer)?.as_str()
+}
+
+fn true_condition(object: &Value, kind: &str) -> bool {
+    let conditions = object.pointer("/status/conditions").and_then(Value::as_array);
+    conditions.into_iter().flatten().any(|c| {
+        c.get("type").and_then(Value::as_str) == Some(kind)
+            && c.get("status").and_then(Value::as_str) == Some("True")
+    })
+}
+
+/// The objects the readmission gate's proof reads; `None` for one that does not exist.
+#[derive(Clone, Copy, Debug)]
+pub struct GateObjects<'a> {
+    /// The LocalQueue the settings name.
+    pub local_queue: Option<&'a Value>,
+    /// Its ClusterQueue.
+    pub cluster_queue: Option<&'a Value>,
+    /// The AdmissionCheck the settings name.
+    pub admission_check: Option<&'a Value>,
+    /// The gate controller's Lease.
+    pub lease: Option<&'a Value>,
+}
+
+/// The ClusterQueue a LocalQueue points at.
+pub fn cluster_queue_of(local_queue: &Value) -> Option<&str> {
+    text(local_queue, "/spec/clusterQueue").filter(|s| !s.is_empty())
+}
+
+/// Whether the readmission gate is proven at `now`: the LocalQueue exists and its
+/// ClusterQueue lists `check` for all flavors, the AdmissionCheck is dispatch's and
+/// Active, and the gate controller's Lease is held and fresh. `Err` names every part
+/// that fails.
+pub fn prove_gate(
+    objects: &GateObjects<'_>,
+    queue: &str,
+    check: &str,
+    now: Timestamp,
+) -> Result<(), String> {
+    let mut problems = Vec::new();
+    match objects.local_queue {
+        None => problems.push(format!("LocalQueue {queue} does not exist")),
+        Some(lq) => match (cluster_queue_of(lq), objects.cluster_queue) {
+            (None, _) => problems.push(format!("LocalQueue {queue} names no ClusterQueue")),
+            (Some(cq), None) => problems.push(format!("ClusterQueue {cq} does not exist")),
+            (Some(cq), Some(cluster_queue)) if !lists_check(cluster_queue, check) => problems.push(
+                format!("ClusterQueue {cq} does not list admission check {check} for all flavors"),
+            ),
+            _ => {}
+        },
+    }
+    match objects.admission_check {
+        None => problems.push(format!("AdmissionCheck {check} does not exist")),
+        Some(ac) => {
+            let controller = text(ac, "/spec/controllerName").unwrap_or("");
+            if controller != keys::GATE_CONTROLLER_NAME {
+                problems.push(format!(
+                    "AdmissionCheck {check} has controllerName {controller:?}, not {}",
+                    keys::GATE_CONTROLLER_NAME
+                ));
+            }
+            if !true_condition(ac, "Active") {
+                problems.push(format!("AdmissionCheck {check} is not Active"));
+            }
+        }
+    }
+    match objects.lease {
+        None => problems.push("the gate controller's Lease does not exist".to_owned()),
+        Some(lease) => {
+            if let Err(why) = lease_is_fresh(lease, now) {
+                problems.push(why);
+            }
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+}
+
+/// `spec.admissionChecksStrategy.admissionChecks` names `check` with no `onFlavors`
+/// restriction (or the older `spec.admissionChecks` list names it).
+fn lists_check(cluster_queue: &Value, check: &str) -> bool {
+    let strategy = cluster_queue.pointer("/spec/admissionChecksStrategy/admissionChecks");
+    let by_strategy = strategy.and_then(Value::as_array).into_iter().flatten().any(|entry| {
+        entry.get("name").and_then(Value::as_str) == Some(check)
+            && entry.get("onFlavors").and_then(Value::as_array).is_none_or(Vec::is_empty)
+    });
+    let plain = cluster_queue.pointer("/spec/admissionChecks").and_then(Value::as_array);
+    by_strategy || plain.into_iter().flatten().any(|c| c.as_str() == Some(check))
+}
+
+/// The Lease has a holder, and `renewTime + leaseDurationSeconds` is not before `now`.
+pub fn lease_is_fresh(lease: &Value, now: Timestamp) -> Result<(), String> {
+    let holder = text(lease, "/spec/holderIdentity").unwrap_or("");
+    if holder.is_empty() {
+        return Err("the gate controller's Lease has no holder".to_owned());
+    }
+    let renewed = text(lease, "/spec/renewTime").and_then(|t| t.parse::<Timestamp>().ok());
+    let duration = lease.pointer("/spec/leaseDurationSeconds").and_then(Value::as_i64);
+    let (Some(renewed), Some(duration)) = (renewed, duration) else {
+        return Err(format!(
+            "the gate controller's Lease (held by {holder}) has no renewTime or leaseDurationSeconds"
+        ));
+    };
+    let expires = renewed.checked_add(jiff::SignedDuration::from_secs(duration)).unwrap_or(renewed);
+    if expires < now {
+        return Err(format!("the gate controller's Lease (held by {holder}) expired at {expires}"));
+    }
+    Ok(())
+}
+
+/// Whether a new TrainJob's Workload is ready for Start: it carries dispatch's start
+/// gate in `kueue.x-k8s.io/admission-gated-by` and lists `check` among its admission
+/// checks. `Err` says what is missing.
+pub fn workload_ready(workload: &Value, check: &str) -> Result<(), String> {
+    let name = text(workload, "/metadata/name").unwrap_or("");
+    let gated_by = text(
+        workload,
+        &format!("/metadata/annotations/{}", escape(keys::KUEUE_ADMISSION_GATED_BY)),
+    )
+    .unwrap_or("");
+    let mut problems = Vec::new();
+    if !gated_by.split(',').any(|g| g.trim() == keys::START_GATE) {
+        problems
+            .push(format!("Workload {name} does not carry the start gate {}", keys::START_GATE));
+    }
+    let checks = workload.pointer("/status/admissionChecks").and_then(Value::as_array);
+    if !checks.into_iter().flatten().any(|c| c.get("name").and_then(Value::as_str) == Some(check)) {
+        problems.push(format!("Workload {name} does not list admission check {check}"));
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+}
+
+/// A JSON pointer token for `key` (`~` and `/` escaped).
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const CHECK: &str = "dispatch-readmission";
+
+    fn now() -> Timestamp {
+        "2026-11-29T12:00:00Z".parse().unwrap()
+    }
+
+    fn good() -> [Value; 4] {
+        [
+            json!({"spec": {"clusterQueue": "gpu"}}),
+            json!({"spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": CHECK}]}}}),
+            json!({"spec": {"controllerName": keys::GATE_CONTROLLER_NAME},
+                   "status": {"conditions": [{"type": "Active", "status": "True"}]}}),
+            json!({"spec": {"holderIdentity": "gate-0", "renewTime": "2026-11-29T11:59:50.000000Z",
+                            "leaseDurationSeconds": 15}}),
+        ]
+    }
+
+    fn prove(objects: &[Option<&Value>; 4]) -> Result<(), String> {
+        let objects = GateObjects {
+            local_queue: objects[0],
+            cluster_queue: objects[1],
+            admission_check: objects[2],
+            lease: objects[3],
+        };
+        prove_gate(&objects, "team-a", CHECK, now())
+    }
+
+    #[test]
+    fn a_complete_gate_is_proven() {
+        let g = good();
+        assert_eq!(prove(&[Some(&g[0]), Some(&g[1]), Some(&g[2]), Some(&g[3])]), Ok(()));
+    }
+
+    #[test]
+    fn every_missing_part_is_named() {
+        let err = prove(&[None, None, None, None]).unwrap_err();
+        assert_eq!(
+            err,
+            "LocalQueue team-a does not exist; AdmissionCheck dispatch-readmission does not exist; \
+             the gate controller's Lease does not exist"
+        );
+    }
+
+    #[test]
+    fn a_check_limited_to_some_flavors_does_not_count() {
+        let g = good();
+        let cq = json!({"spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": CHECK, "onFlavors": ["a100"]}]}}});
+        let err = prove(&[Some(&g[0]), Some(&cq), Some(&g[2]), Some(&g[3])]).unwrap_err();
+        assert!(err.contains("for all flavors"), "{err}");
+    }
+
+    #[test]
+    fn an_inactive_or_foreign_admission_check_fails() {
+        let g = good();
+        let ac = json!({"spec": {"controllerName": "example.com/other"}, "status": {}});
+        let err = prove(&[Some(&g[0]), Some(&g[1]), Some(&ac), Some(&g[3])]).unwrap_err();
+        assert!(err.contains("controllerName") && err.contains("not Active"), "{err}");
+    }
+
+    #[test]
+    fn a_stale_or_unheld_lease_fails() {
+        let g = good();
+        let stale = json!({"spec": {"holderIdentity": "gate-0", "renewTime": "2026-11-29T11:00:00Z", "leaseDurationSeconds": 15}});
+        let err = prove(&[Some(&g[0]), Some(&g[1]), Some(&g[2]), Some(&stale)]).unwrap_err();
+        assert!(err.contains("expired at 2026-11-29T11:00:15Z"), "{err}");
+        let unheld = json!({"spec": {"leaseDurationSeconds": 15}});
+        assert!(lease_is_fresh(&unheld, now()).unwrap_err().contains("no holder"));
+    }
+
+    #[test]
+    fn a_workload_is_ready_with_the_gate_and_the_check() {
+        let ready = json!({"metadata": {"name": "w", "annotations": {keys::KUEUE_ADMISSION_GATED_BY: keys::START_GATE}},
+                           "status": {"admissionChecks": [{"name": CHECK, "state": "Pending"}]}});
+        assert_eq!(workload_ready(&ready, CHECK), Ok(()));
+        let bare = json!({"metadata": {"name": "w"}});
+        let err = workload_ready(&bare, CHECK).unwrap_err();
+        assert!(err.contains("start gate") && err.contains("admission check"), "{err}");
+    }
+}

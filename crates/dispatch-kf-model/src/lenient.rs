@@ -1,0 +1,370 @@
+//! The lenient reading layer: field types that never fail on a wrong shape.
+//!
+//! Every field classification reads may be missing, `null` or of the wrong shape. Each
+//! wrapper here deserializes through `deserialize_any` and keeps what fits: a string
+//! field that holds a number is absent, an object field that holds a list is skipped
+//! (drained with [`IgnoredAny`], without allocating), and a list keeps the elements that
+//! are objects. View structs declare only the fields they read, so serde skips the
+//! rest of each object without building it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// Visitor methods that answer "absent" for every scalar and drain lists and maps.
+macro_rules! absent_for {
+    (scalars) => {
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+    };
+    (map) => {
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(Default::default())
+        }
+    };
+    (seq) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Default::default())
+        }
+    };
+}
+
+pub(crate) use absent_for;
+
+/// A string field: absent unless the value is a JSON string.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Text(pub Option<String>);
+
+impl Text {
+    /// The string, when the field held one.
+    pub fn get(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+
+    /// The string, or `""` when absent.
+    pub fn or_empty(&self) -> &str {
+        self.0.as_deref().unwrap_or("")
+    }
+}
+
+/// A scalar field (`Text`, `Flag`, `Int`) read through one visitor.
+struct ScalarVisitor<T>(PhantomData<T>);
+
+/// What a scalar visitor keeps of one JSON value.
+trait Scalar: Default {
+    fn from_str(_: &str) -> Self {
+        Self::default()
+    }
+    fn from_bool(_: bool) -> Self {
+        Self::default()
+    }
+    fn from_i64(_: i64) -> Self {
+        Self::default()
+    }
+}
+
+impl Scalar for Text {
+    fn from_str(s: &str) -> Self {
+        Text(Some(s.to_owned()))
+    }
+}
+
+impl<'de, T: Scalar> Visitor<'de> for ScalarVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<T, E> {
+        Ok(T::from_bool(v))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
+        Ok(T::from_i64(v))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
+        Ok(i64::try_from(v).map(T::from_i64).unwrap_or_default())
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+        Ok(T::from_str(v))
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<T, E> {
+        Ok(T::default())
+    }
+    absent_for!(map);
+    absent_for!(seq);
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarVisitor(PhantomData))
+    }
+}
+
+/// A boolean field: absent unless the value is `true` or `false`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flag(pub Option<bool>);
+
+impl Flag {
+    /// Whether the field is present and `true`.
+    pub fn is_true(self) -> bool {
+        self.0 == Some(true)
+    }
+}
+
+impl Scalar for Flag {
+    fn from_bool(v: bool) -> Self {
+        Flag(Some(v))
+    }
+}
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarVisitor(PhantomData))
+    }
+}
+
+/// An integer field: absent unless the value is a JSON integer that fits an `i64`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Int(pub Option<i64>);
+
+impl Scalar for Int {
+    fn from_i64(v: i64) -> Self {
+        Int(Some(v))
+    }
+}
+
+impl<'de> Deserialize<'de> for Int {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarVisitor(PhantomData))
+    }
+}
+
+/// A field that matters only by being there, whatever its value (managedFields' `f:`
+/// entries).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Present(pub bool);
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        IgnoredAny::deserialize(d).map(|_| Present(true))
+    }
+}
+
+/// An object field: `Some` when the value is a JSON object, read as `T` (a view struct
+/// whose own fields are lenient); anything else is absent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Obj<T>(pub Option<T>);
+
+impl<T> Default for Obj<T> {
+    fn default() -> Self {
+        Obj(None)
+    }
+}
+
+impl<T> Obj<T> {
+    /// The object, when the field held one.
+    pub fn get(&self) -> Option<&T> {
+        self.0.as_ref()
+    }
+}
+
+struct ObjVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjVisitor<T> {
+    type Value = Obj<T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<T>, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map)).map(|t| Obj(Some(t)))
+    }
+    absent_for!(scalars);
+    absent_for!(seq);
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ObjVisitor(PhantomData))
+    }
+}
+
+/// A list of objects: keeps the elements that are JSON objects; a value that is not a
+/// list is an empty list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct List<T>(pub Vec<T>);
+
+impl<T> Default for List<T> {
+    fn default() -> Self {
+        List(Vec::new())
+    }
+}
+
+struct ListVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ListVisitor<T> {
+    type Value = List<T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<List<T>, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(Obj(item)) = seq.next_element::<Obj<T>>()? {
+            out.extend(item);
+        }
+        Ok(List(out))
+    }
+    absent_for!(scalars);
+    absent_for!(map);
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ListVisitor(PhantomData))
+    }
+}
+
+/// A map of strings (labels, annotations) that keeps only the keys classification reads
+/// ([`crate::keys::READ_BY_CLASSIFICATION`]) and only when their value is a string; a
+/// value that is not an object is an empty map. Other entries are skipped unread.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StrMap(pub BTreeMap<&'static str, String>);
+
+impl StrMap {
+    /// The value under `key`, when there is a string one.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+}
+
+/// A map key: which of the kept keys it is, if any.
+struct KeptKey(Option<&'static str>);
+
+struct KeptKeyVisitor;
+
+impl<'de> Visitor<'de> for KeptKeyVisitor {
+    type Value = KeptKey;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<KeptKey, E> {
+        Ok(KeptKey(crate::keys::READ_BY_CLASSIFICATION.iter().copied().find(|k| *k == v)))
+    }
+}
+
+impl<'de> Deserialize<'de> for KeptKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(KeptKeyVisitor)
+    }
+}
+
+struct StrMapVisitor;
+
+impl<'de> Visitor<'de> for StrMapVisitor {
+    type Value = StrMap;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrMap, A::Error> {
+        let mut out = BTreeMap::new();
+        while let Some(KeptKey(key)) = map.next_key::<KeptKey>()? {
+            match key {
+                Some(key) => {
+                    if let Text(Some(value)) = map.next_value::<Text>()? {
+                        out.insert(key, value);
+                    }
+                }
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(StrMap(out))
+    }
+    absent_for!(scalars);
+    absent_for!(seq);
+}
+
+impl<'de> Deserialize<'de> for StrMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrMapVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Default, Debug)]
+    #[serde(default)]
+    struct Probe {
+        s: Text,
+        b: Flag,
+        i: Int,
+        o: Obj<Inner>,
+        l: List<Inner>,
+        m: StrMap,
+    }
+
+    #[derive(serde::Deserialize, Default, Debug, PartialEq)]
+    #[serde(default)]
+    struct Inner {
+        x: Text,
+    }
+
+    #[test]
+    fn wrong_shapes_are_absent_and_lists_keep_what_fits() {
+        let p: Obj<Probe> = serde_json::from_str(
+            r#"{"s": 1, "b": "yes", "i": "3", "o": [1, {"x": 2}], "l": [1, {"x": "a"}, null, [], {"x": {}}],
+               "m": {"dispatch.phpboyscout.uk/job-id": "1", "dispatch.phpboyscout.uk/submission": 2,
+                     "jobset.sigs.k8s.io/jobset-name": null, "unread": "x"},
+               "extra": {"deep": [1, 2, {"z": null}]}}"#,
+        )
+        .unwrap();
+        let p = p.0.unwrap();
+        assert_eq!(p.s.get(), None);
+        assert_eq!(p.b.0, None);
+        assert_eq!(p.i.0, None);
+        assert!(p.o.get().is_none());
+        assert_eq!(p.l.0.len(), 2);
+        assert_eq!(p.l.0[0].x.get(), Some("a"));
+        assert_eq!(p.l.0[1].x.get(), None);
+        assert_eq!(p.m.0.len(), 1);
+        assert_eq!(p.m.get("dispatch.phpboyscout.uk/job-id"), Some("1"));
+    }
+
+    #[test]
+    fn right_shapes_are_kept() {
+        let p: Probe = serde_json::from_str(
+            r#"{"s": "v", "b": true, "i": -137, "o": {"x": "y"}, "l": "nope", "m": []}"#,
+        )
+        .unwrap();
+        assert_eq!(p.s.get(), Some("v"));
+        assert!(p.b.is_true());
+        assert_eq!(p.i.0, Some(-137));
+        assert_eq!(p.o.get().and_then(|o| o.x.get()), Some("y"));
+        assert!(p.l.0.is_empty() && p.m.0.is_empty());
+    }
+}

@@ -1,0 +1,292 @@
+//! The shapes one Kubernetes object is read into: metadata, conditions, container
+//! statuses and the few spec and status fields classification reads.
+//!
+//! [`RawObject`] is the union of what any kind needs, because an object's `kind` may
+//! come after its `spec` and `status` in the bytes; [`crate::view`] then splits it
+//! into one view per kind. Every field is lenient ([`crate::lenient`]).
+
+use serde::Deserialize;
+
+use crate::lenient::{Flag, Int, List, Obj, Present, StrMap, Text};
+
+/// One object of any kind, as read from a dump.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RawObject {
+    /// `apiVersion`.
+    pub api_version: Text,
+    /// `kind`.
+    pub kind: Text,
+    /// `metadata`.
+    pub metadata: Obj<Meta>,
+    /// `spec`: the union of the fields read of every kind.
+    pub spec: Obj<RawSpec>,
+    /// `status`: the union of the fields read of every kind.
+    pub status: Obj<RawStatus>,
+}
+
+/// The metadata classification reads.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Meta {
+    /// The name.
+    pub name: Text,
+    /// The namespace (absent on Nodes).
+    pub namespace: Text,
+    /// The UID.
+    pub uid: Text,
+    /// The labels.
+    pub labels: StrMap,
+    /// The annotations.
+    pub annotations: StrMap,
+    /// The owner references.
+    pub owner_references: List<OwnerRef>,
+    /// When deletion was requested.
+    pub deletion_timestamp: Text,
+    /// Who last set which field.
+    pub managed_fields: List<ManagedFields>,
+}
+
+impl Meta {
+    /// The name, or `""`.
+    pub fn name(&self) -> &str {
+        self.name.or_empty()
+    }
+
+    /// The namespace, or `""`.
+    pub fn namespace(&self) -> &str {
+        self.namespace.or_empty()
+    }
+
+    /// The UID, or `""`.
+    pub fn uid(&self) -> &str {
+        self.uid.or_empty()
+    }
+
+    /// The label `key`.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels.get(key)
+    }
+
+    /// The annotation `key`.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.annotations.get(key)
+    }
+
+    /// The owner reference with `controller: true`, if any.
+    pub fn controller(&self) -> Option<&OwnerRef> {
+        self.owner_references.0.iter().find(|o| o.controller.is_true())
+    }
+
+    /// The manager of the latest managedFields entry that owns `spec.<field>`: `field`
+    /// is `suspend` or `active`. Entries without a time count as oldest; on equal times
+    /// the later entry wins.
+    pub fn last_setter_of(&self, field: SpecField) -> Option<&str> {
+        let owns = |m: &&ManagedFields| {
+            m.fields_v1.get().and_then(|f| f.spec.get()).is_some_and(|s| match field {
+                SpecField::Suspend => s.suspend.0,
+                SpecField::Active => s.active.0,
+            })
+        };
+        let mut best: Option<&ManagedFields> = None;
+        for entry in self.managed_fields.0.iter().filter(owns) {
+            if best.is_none_or(|b| entry.time.or_empty() >= b.time.or_empty()) {
+                best = Some(entry);
+            }
+        }
+        best.and_then(|b| b.manager.get())
+    }
+}
+
+/// A field of `spec` whose last setter classification reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpecField {
+    /// `spec.suspend` (TrainJob).
+    Suspend,
+    /// `spec.active` (Workload).
+    Active,
+}
+
+/// One owner reference.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct OwnerRef {
+    /// The owner's kind.
+    pub kind: Text,
+    /// The owner's name.
+    pub name: Text,
+    /// The owner's UID.
+    pub uid: Text,
+    /// Whether it is the controller.
+    pub controller: Flag,
+}
+
+/// One managedFields entry, read only for `spec.suspend` and `spec.active`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ManagedFields {
+    /// The field manager.
+    pub manager: Text,
+    /// When it last wrote.
+    pub time: Text,
+    /// The fields it owns.
+    #[serde(rename = "fieldsV1")]
+    pub fields_v1: Obj<FieldsV1>,
+}
+
+/// `fieldsV1`, as far as `f:spec` goes.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct FieldsV1 {
+    /// `f:spec`.
+    #[serde(rename = "f:spec")]
+    pub spec: Obj<SpecFields>,
+}
+
+/// `f:spec`'s entries that classification asks about.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct SpecFields {
+    /// `f:suspend`.
+    #[serde(rename = "f:suspend")]
+    pub suspend: Present,
+    /// `f:active`.
+    #[serde(rename = "f:active")]
+    pub active: Present,
+}
+
+/// The union of the spec fields classification reads.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RawSpec {
+    /// TrainJob: `spec.suspend`.
+    pub suspend: Flag,
+    /// TrainJob: `spec.managedBy`.
+    pub managed_by: Text,
+    /// TrainJob: `spec.runtimeRef`.
+    pub runtime_ref: Obj<RuntimeRef>,
+    /// Workload: `spec.active`.
+    pub active: Flag,
+    /// Pod: `spec.nodeName`.
+    pub node_name: Text,
+    /// Node: `spec.taints`.
+    pub taints: List<Taint>,
+}
+
+/// A TrainJob's `spec.runtimeRef`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct RuntimeRef {
+    /// The runtime's kind (the API's default is `ClusterTrainingRuntime`).
+    pub kind: Text,
+    /// The runtime's name.
+    pub name: Text,
+}
+
+/// A Node's taint.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Taint {
+    /// The key.
+    pub key: Text,
+    /// The effect.
+    pub effect: Text,
+    /// When it was added.
+    pub time_added: Text,
+}
+
+/// The union of the status fields classification reads.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RawStatus {
+    /// Every kind: `status.conditions`.
+    pub conditions: List<Condition>,
+    /// Pod: `status.phase`.
+    pub phase: Text,
+    /// Pod: `status.containerStatuses`.
+    pub container_statuses: List<ContainerStatus>,
+    /// Workload: `status.admissionChecks`.
+    pub admission_checks: List<AdmissionCheck>,
+}
+
+/// One condition of any kind.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Condition {
+    /// The type.
+    #[serde(rename = "type")]
+    pub type_: Text,
+    /// `True`, `False` or `Unknown`.
+    pub status: Text,
+    /// The reason.
+    pub reason: Text,
+    /// The message.
+    pub message: Text,
+    /// When the status last changed.
+    pub last_transition_time: Text,
+}
+
+impl Condition {
+    /// Whether the status is `True`.
+    pub fn is_true(&self) -> bool {
+        self.status.get() == Some("True")
+    }
+}
+
+/// One container's status.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ContainerStatus {
+    /// The container's name.
+    pub name: Text,
+    /// Its current state.
+    pub state: Obj<ContainerState>,
+    /// Its previous state.
+    pub last_state: Obj<ContainerState>,
+}
+
+/// A container state: waiting, running or terminated.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ContainerState {
+    /// Waiting, with why.
+    pub waiting: Obj<Waiting>,
+    /// Terminated, with how.
+    pub terminated: Obj<Terminated>,
+}
+
+/// `state.waiting`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Waiting {
+    /// Why it waits.
+    pub reason: Text,
+    /// More words.
+    pub message: Text,
+}
+
+/// `state.terminated`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Terminated {
+    /// The exit code.
+    pub exit_code: Int,
+    /// The reason (`OOMKilled`, `Error`, `StartError`, ...).
+    pub reason: Text,
+    /// The message.
+    pub message: Text,
+    /// When it finished.
+    pub finished_at: Text,
+}
+
+/// One entry of a Workload's `status.admissionChecks`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct AdmissionCheck {
+    /// The check's name.
+    pub name: Text,
+    /// `Pending`, `Ready`, `Retry` or `Rejected`.
+    pub state: Text,
+    /// The controller's words.
+    pub message: Text,
+}

@@ -1,0 +1,140 @@
+//! A TrainJob's current execution as the Backend needs it beyond classification: its
+//! rank 0 pod (whose log is the submission's output, `seeds/capabilities.txt` "Output")
+//! and its Nodes with whether each has ceased ("Cessation").
+//!
+//! The execution is the one classification uses (R = A + J, the higher A on a tie), so
+//! Output, Ceased and the observations always agree on which execution is current.
+
+use dispatch_core::NodeState;
+
+use crate::classify::execution;
+use crate::keys;
+use crate::snapshot::Snapshot;
+use crate::view::{Node, Pod, condition};
+
+/// The pods of the JobSet named `train_job` (the TrainJob's name), live then captured.
+fn pods_of<'a, 'n>(
+    snapshot: &'a Snapshot,
+    train_job: &'n str,
+) -> impl Iterator<Item = &'a Pod> + use<'a, 'n> {
+    snapshot
+        .pods
+        .iter()
+        .chain(&snapshot.captured_pods)
+        .filter(move |p| p.meta.label(keys::JOBSET_NAME) == Some(train_job))
+}
+
+/// The pods of the TrainJob's current (or last) execution, live and captured.
+pub fn current_execution<'a>(snapshot: &'a Snapshot, train_job: &str) -> Vec<&'a Pod> {
+    let current = execution::current(pods_of(snapshot, train_job).filter_map(execution::of_pod));
+    pods_of(snapshot, train_job)
+        .filter(|p| current.is_some() && execution::of_pod(p) == current)
+        .collect()
+}
+
+/// Rank 0 of the current execution: the live trainer pod with job index and
+/// completion index 0. `None` when there is none yet (or no more).
+pub fn rank_zero<'a>(snapshot: &'a Snapshot, train_job: &str) -> Option<&'a Pod> {
+    let live: Vec<&Pod> = current_execution(snapshot, train_job)
+        .into_iter()
+        .filter(|p| snapshot.pods.iter().any(|l| std::ptr::eq(l, *p)))
+        .collect();
+    live.into_iter()
+        .filter(|p| p.meta.label(keys::LABEL_JOB_ID).is_some())
+        .filter(|p| p.meta.label(keys::JOB_COMPLETION_INDEX) == Some("0"))
+        .filter(|p| p.meta.label(keys::JOBSET_JOB_INDEX).is_none_or(|i| i == "0"))
+        .min_by(|a, b| a.meta.name().cmp(b.meta.name()))
+}
+
+/// The Nodes the current execution's pods are bound to, sorted and once each.
+pub fn execution_nodes(snapshot: &Snapshot, train_job: &str) -> Vec<String> {
+    let mut nodes: Vec<String> = current_execution(snapshot, train_job)
+        .into_iter()
+        .filter_map(|p| p.node_name.get().map(str::to_owned))
+        .collect();
+    nodes.sort();
+    nodes.dedup();
+    nodes
+}
+
+/// Whether the Node named `name` (`None`: it no longer exists) can no longer run
+/// anything: deleted, or tainted out of service.
+pub fn node_state(name: &str, node: Option<&Node>) -> NodeState {
+    let Some(node) = node else {
+        return NodeState { node: name.to_owned(), ceased: true, state: "deleted".to_owned() };
+    };
+    if node.taints.iter().any(|t| t.key.get() == Some(keys::TAINT_OUT_OF_SERVICE)) {
+        return NodeState {
+            node: name.to_owned(),
+            ceased: true,
+            state: format!("tainted {}", keys::TAINT_OUT_OF_SERVICE),
+        };
+    }
+    let ready =
+        condition(&node.conditions, "Ready").and_then(|c| c.status.get()).unwrap_or("unknown");
+    NodeState { node: name.to_owned(), ceased: false, state: format!("Ready={ready}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dump;
+    use serde_json::json;
+
+    fn pod(name: &str, a: &str, j: &str, index: &str, node: &str) -> serde_json::Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "uid": name,
+                 "labels": {keys::JOBSET_NAME: "tj", keys::JOBSET_RESTART_ATTEMPT: j,
+                            keys::JOB_COMPLETION_INDEX: index, keys::JOBSET_JOB_INDEX: "0",
+                            keys::LABEL_JOB_ID: "01JDQ4V8Z6K3M0B7X2N5R9T1CE"},
+                 "annotations": {keys::ANN_ADMISSION: a}},
+               "spec": {"nodeName": node}})
+    }
+
+    fn snapshot(items: Vec<serde_json::Value>, captured: Vec<serde_json::Value>) -> Snapshot {
+        let list =
+            json!({"apiVersion": "v1", "kind": "List", "items": items, "capturedPods": captured});
+        dump::read("test", &serde_json::to_vec(&list).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn rank_zero_is_of_the_current_execution() {
+        let s = snapshot(
+            vec![
+                pod("old-0", "1", "0", "0", "n1"),
+                pod("new-1", "1", "1", "1", "n2"),
+                pod("new-0", "1", "1", "0", "n3"),
+            ],
+            vec![],
+        );
+        assert_eq!(rank_zero(&s, "tj").map(|p| p.meta.name()), Some("new-0"));
+        assert_eq!(execution_nodes(&s, "tj"), ["n2", "n3"]);
+    }
+
+    #[test]
+    fn a_captured_current_execution_has_no_rank_zero_but_keeps_its_nodes() {
+        let s = snapshot(
+            vec![pod("old-0", "1", "0", "0", "n1")],
+            vec![pod("new-0", "2", "0", "0", "n9")],
+        );
+        assert_eq!(rank_zero(&s, "tj").map(|p| p.meta.name()), None);
+        assert_eq!(execution_nodes(&s, "tj"), ["n9"]);
+    }
+
+    #[test]
+    fn a_node_has_ceased_when_deleted_or_out_of_service() {
+        assert!(node_state("n1", None).ceased);
+        let s = snapshot(
+            vec![
+                json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"},
+                       "spec": {"taints": [{"key": keys::TAINT_OUT_OF_SERVICE, "effect": "NoExecute"}]}}),
+                json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n3"},
+                       "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}),
+            ],
+            vec![],
+        );
+        assert!(node_state("n2", Some(&s.nodes[0])).ceased);
+        let lost = node_state("n3", Some(&s.nodes[1]));
+        assert_eq!((lost.ceased, lost.state.as_str()), (false, "Ready=Unknown"));
+    }
+}

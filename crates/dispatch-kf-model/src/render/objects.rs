@@ -1,0 +1,152 @@
+//! The two objects render writes: the TrainJob (`seeds/start-and-render.txt`, "The
+//! TrainJob") and the runtime copy ("The runtime copy"), with the labels, annotations
+//! and runtime patch of `spec/names.md`.
+
+use dispatch_core::StartRequest;
+use serde_json::{Map, Value, json};
+
+use super::env::trainer_env;
+use super::token::AttemptToken;
+use super::{Purpose, limits};
+use crate::Mode;
+use crate::keys;
+use crate::prologue::PROLOGUE;
+use crate::runtime::rules::TrainerStep;
+use crate::settings::Settings;
+
+/// What the objects are made from, once every check has passed.
+pub(crate) struct Parts<'a> {
+    pub(crate) settings: &'a Settings,
+    pub(crate) request: &'a StartRequest,
+    pub(crate) name: &'a str,
+    pub(crate) image: &'a str,
+    pub(crate) step: &'a TrainerStep<'a>,
+    pub(crate) token: &'a AttemptToken,
+    pub(crate) purpose: Purpose,
+}
+
+/// The three labels on every object (TrainJob, copy, JobSet, pods).
+fn common_labels(request: &StartRequest) -> Map<String, Value> {
+    Map::from_iter([
+        (keys::LABEL_JOB_ID.to_owned(), json!(request.job.as_str())),
+        (keys::LABEL_SUBMISSION.to_owned(), json!(request.submission.to_string())),
+        (keys::LABEL_MANAGED_BY.to_owned(), json!(keys::MANAGED_BY_DISPATCH)),
+    ])
+}
+
+/// The pods' annotations through the runtime patch: the admission count in plain mode;
+/// in Kueue mode the gate controller writes it, so the patch leaves it out.
+fn pod_annotations(mode: Mode) -> Option<Value> {
+    match mode {
+        Mode::Plain => Some(json!({keys::ANN_ADMISSION: "0"})),
+        Mode::Kueue => None,
+    }
+}
+
+/// dispatch's one runtime patch entry.
+pub(crate) fn runtime_patch(p: &Parts<'_>) -> Value {
+    let labels = Value::Object(common_labels(p.request));
+    let mut pod_meta = json!({"labels": labels});
+    if let Some(annotations) = pod_annotations(p.settings.mode) {
+        pod_meta["annotations"] = annotations;
+    }
+    let mut pod = json!({"metadata": pod_meta});
+    if p.purpose == Purpose::Probe {
+        pod["spec"] =
+            json!({"nodeSelector": {keys::PROBE_NODE_SELECTOR: keys::PROBE_NODE_SELECTOR_VALUE}});
+    }
+    json!({
+        "manager": keys::RUNTIME_PATCH_MANAGER,
+        "trainingRuntimeSpec": {"template": {
+            "metadata": {"labels": labels},
+            "spec": {"replicatedJobs": [{
+                "name": p.step.replicated_job,
+                "template": {"spec": {"template": pod}},
+            }]},
+        }},
+    })
+}
+
+/// `spec.trainer`.
+fn trainer(p: &Parts<'_>) -> Value {
+    let spec = &p.request.spec;
+    let mut command: Vec<Value> =
+        vec![json!("/bin/sh"), json!("-c"), json!(PROLOGUE), json!(keys::PROLOGUE_NAME)];
+    debug_assert_eq!(command.len(), limits::PROLOGUE_ITEMS);
+    command.extend(spec.command.iter().map(|c| json!(c)));
+    let mut trainer = json!({
+        "image": p.image,
+        "command": command,
+        "env": trainer_env(p.request),
+        "numNodes": spec.nodes,
+    });
+    if spec.procs_per_node > 0 {
+        trainer["numProcPerNode"] = json!(spec.procs_per_node);
+    }
+    if spec.gpus_per_node > 0 {
+        trainer["resourcesPerNode"] =
+            json!({"limits": {p.settings.gpu_resource.clone(): spec.gpus_per_node.to_string()}});
+    }
+    trainer
+}
+
+/// The TrainJob.
+pub(crate) fn train_job(p: &Parts<'_>) -> Value {
+    let r = p.request;
+    let mut labels = common_labels(r);
+    let mut annotations = Map::from_iter([
+        (
+            keys::ANN_COMMENT.to_owned(),
+            json!(format!(
+                "dispatch job {} generation {} submission {} a={}",
+                r.job, r.generation, r.submission, r.attempt
+            )),
+        ),
+        (keys::ANN_ATTEMPT_TOKEN.to_owned(), json!(p.token.to_string())),
+        (keys::ANN_GENERATION.to_owned(), json!(r.generation.to_string())),
+    ]);
+    match (&p.settings.mode, &p.settings.kueue) {
+        (Mode::Kueue, Some(kueue)) => {
+            labels.insert(keys::KUEUE_QUEUE_NAME.to_owned(), json!(kueue.queue));
+            annotations.insert(keys::KUEUE_ADMISSION_GATED_BY.to_owned(), json!(keys::START_GATE));
+        }
+        _ => {
+            annotations.insert(keys::ANN_ADMISSION.to_owned(), json!("0"));
+        }
+    }
+    let mut spec = json!({
+        "runtimeRef": {"apiGroup": keys::TRAINER_GROUP, "kind": keys::KIND_TRAINING_RUNTIME, "name": p.name},
+        "trainer": trainer(p),
+        "runtimePatches": [runtime_patch(p)],
+    });
+    if p.settings.mode == Mode::Plain {
+        spec["suspend"] = json!(true);
+    }
+    if let Some(limit) = r.spec.time_limit.filter(|t| t.is_positive()) {
+        spec["activeDeadlineSeconds"] = json!(limit.ceil_secs());
+    }
+    json!({
+        "apiVersion": keys::TRAINER_API_VERSION,
+        "kind": keys::KIND_TRAIN_JOB,
+        "metadata": {"name": p.name, "namespace": p.settings.namespace, "labels": labels, "annotations": annotations},
+        "spec": spec,
+    })
+}
+
+/// The runtime copy: a TrainingRuntime of the TrainJob's name, its spec verbatim.
+pub(crate) fn runtime_copy(p: &Parts<'_>) -> Value {
+    json!({
+        "apiVersion": keys::TRAINER_API_VERSION,
+        "kind": keys::KIND_TRAINING_RUNTIME,
+        "metadata": {
+            "name": p.name,
+            "namespace": p.settings.namespace,
+            "labels": common_labels(p.request),
+            "annotations": {
+                keys::ANN_ATTEMPT_TOKEN: p.token.to_string(),
+                keys::ANN_RUNTIME_SOURCE: p.step.source.reference.to_string(),
+            },
+        },
+        "spec": p.step.source.spec,
+    })
+}
