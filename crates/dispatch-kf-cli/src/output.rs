@@ -70,6 +70,24 @@ pub(crate) fn print_structured<T: serde::Serialize>(
     write_stdout(text.as_bytes())
 }
 
+/// Prints observations as the format asks: a table on a terminal, JSON otherwise.
+pub(crate) fn print_observations(
+    observations: &[dispatch_core::ObjectObs],
+    format: Option<Format>,
+    now: jiff::Timestamp,
+) -> Result<(), Error> {
+    use std::io::IsTerminal;
+    let terminal = std::io::stdout().is_terminal();
+    let format = format.unwrap_or(if terminal { Format::Table } else { Format::Json });
+    match format {
+        Format::Table | Format::Wide => {
+            let width = (format == Format::Table).then(crate::table::terminal_width);
+            write_stdout(crate::table::render(observations, now, width).as_bytes())
+        }
+        Format::Json | Format::Yaml => print_structured(&observations, format),
+    }
+}
+
 /// Writes bytes to standard output; a closed pipe is not an error worth a message.
 pub(crate) fn write_stdout(bytes: &[u8]) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();

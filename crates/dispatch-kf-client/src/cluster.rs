@@ -65,40 +65,16 @@ impl Cluster {
         Ok(Cluster { unary: build(unary)?, streaming: build(streaming)? })
     }
 
-    /// Runs one unary request of `class`, described by `what` (`get TrainJob ns/name`),
-    /// and classifies its failure: the only place a request's failure becomes a sentinel.
+    /// The same apiserver, on the client without a read timeout: for watches and log
+    /// follows, which may stay quiet for long.
+    pub fn streaming(&self) -> Cluster {
+        Cluster { unary: self.streaming.clone(), streaming: self.streaming.clone() }
+    }
+
+    /// Runs one request of `class`, described by `what` (`get TrainJob ns/name`), and
+    /// classifies its failure: the only place a request's failure becomes a sentinel.
     pub async fn call<T, F, Fut>(
         &self,
-        cx: &CallContext,
-        class: RequestClass,
-        what: &str,
-        request: F,
-    ) -> Result<T>
-    where
-        F: FnOnce(kube::Client) -> Fut,
-        Fut: Future<Output = kube::Result<T>>,
-    {
-        self.call_on(self.unary.clone(), cx, class, what, request).await
-    }
-
-    /// As [`Cluster::call`], on the client without a read timeout (watches, follows).
-    pub async fn call_streaming<T, F, Fut>(
-        &self,
-        cx: &CallContext,
-        class: RequestClass,
-        what: &str,
-        request: F,
-    ) -> Result<T>
-    where
-        F: FnOnce(kube::Client) -> Fut,
-        Fut: Future<Output = kube::Result<T>>,
-    {
-        self.call_on(self.streaming.clone(), cx, class, what, request).await
-    }
-
-    async fn call_on<T, F, Fut>(
-        &self,
-        client: kube::Client,
         cx: &CallContext,
         class: RequestClass,
         what: &str,
@@ -116,7 +92,7 @@ impl Cluster {
             }
         };
         tokio::select! {
-            result = request(client) => result.map_err(|e| classify(class, what, e)),
+            result = request(self.unary.clone()) => result.map_err(|e| classify(class, what, e)),
             () = cx.cancel.cancelled() => Err(interrupted(class, what, "the call was cancelled")),
             () = deadline => Err(interrupted(class, what, "the call's deadline passed")),
         }

@@ -8,11 +8,17 @@
 mod cluster;
 pub mod error_map;
 mod objects;
+mod probe;
 pub mod resources;
+mod snapshot;
+mod streams;
 mod transport;
 
 pub use cluster::{Cluster, ClusterConfig};
 pub use error_map::{Outcome, RequestClass};
 pub use objects::{CONFLICT_TRIES, Edit, LIST_RESTARTS, Objects, is_conflict};
+pub use probe::Permission;
 pub use resources::Resource;
+pub use snapshot::{JobQuery, view};
+pub use streams::Change;
 pub use transport::outcome_of;

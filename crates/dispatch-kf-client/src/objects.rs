@@ -43,7 +43,11 @@ impl Cluster {
 }
 
 impl Objects<'_> {
-    fn api(&self, client: kube::Client) -> Api<DynamicObject> {
+    pub(crate) fn cluster(&self) -> &Cluster {
+        self.cluster
+    }
+
+    pub(crate) fn api(&self, client: kube::Client) -> Api<DynamicObject> {
         let ar = self.resource.api_resource();
         match &self.namespace {
             Some(ns) => Api::namespaced_with(client, ns, &ar),
@@ -52,7 +56,7 @@ impl Objects<'_> {
     }
 
     /// `get TrainJob training/dj-...`: how a request is named in messages.
-    fn what(&self, verb: &str, name: &str) -> String {
+    pub(crate) fn what(&self, verb: &str, name: &str) -> String {
         match &self.namespace {
             Some(ns) => format!("{verb} {} {ns}/{name}", self.resource.kind),
             None => format!("{verb} {} {name}", self.resource.kind),
@@ -109,6 +113,22 @@ impl Objects<'_> {
             })
         })
         .await
+    }
+
+    /// The collection's current resource version, read cheaply (one item of
+    /// metadata), to start a watch from.
+    pub async fn current_version(&self, cx: &CallContext, selector: &str) -> Result<String> {
+        let what = self.what("read the resource version of", &format!("-l {selector:?}"));
+        let params = ListParams::default().labels(selector).limit(1);
+        let list = self
+            .restarting(|| {
+                self.cluster.call(cx, RequestClass::Read, &what, |c| {
+                    let params = params.clone();
+                    async move { self.api(c).list_metadata(&params).await }
+                })
+            })
+            .await?;
+        Ok(list.metadata.resource_version.unwrap_or_default())
     }
 
     async fn restarting<T, Fut>(&self, mut list: impl FnMut() -> Fut) -> Result<T>

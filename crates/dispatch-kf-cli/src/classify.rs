@@ -1,0 +1,96 @@
+//! `dispatch-kf classify`: read `kubectl get ... -o json` output (one or more files, `-`
+//! for standard input, merged into one snapshot) and print the observation of every
+//! TrainJob and orphan in it.
+//!
+//! Nothing here talks to a cluster. `--now` defaults to the current time, read here at
+//! the edge (the model never reads the clock).
+
+use std::io::IsTerminal;
+
+use dispatch_core::Error;
+use dispatch_kf_model::{Mode, Options, classify, dump};
+use jiff::Timestamp;
+
+use crate::output::{self, Format};
+use crate::table;
+
+/// `--mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ModeArg {
+    /// No Kueue: the gate and holds are `spec.suspend` on the TrainJob.
+    Plain,
+    /// Kueue admits the TrainJobs; holds are on the Workload.
+    Kueue,
+}
+
+/// Classify the objects of `kubectl get ... -o json` output, offline.
+#[derive(clap::Args)]
+#[command(
+    after_help = "Example:\n  kubectl get trainjobs,jobsets,workloads,pods,nodes,trainingruntimes -o json \
+    > dump.json\n  dispatch-kf classify --mode kueue dump.json"
+)]
+pub(crate) struct Args {
+    /// How the TrainJobs are admitted.
+    #[arg(long, value_enum, default_value = "plain")]
+    mode: ModeArg,
+    /// The time of the observation (RFC 3339); the current time when absent.
+    #[arg(long)]
+    now: Option<String>,
+    /// Whether the Nodes could be read; `--nodes-readable=false` never judges a pod
+    /// node-lost from its Node's state.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    nodes_readable: bool,
+    /// The backend name the object references carry.
+    #[arg(long, default_value = "kubeflow")]
+    backend: String,
+    /// Output format: table on a terminal, JSON otherwise.
+    #[arg(short = 'o', long, value_enum)]
+    output: Option<Format>,
+    /// The files to read (`-` for standard input), merged in order.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<String>,
+}
+
+/// Runs the subcommand.
+pub(crate) fn run(args: Args) -> Result<(), Error> {
+    let now = match &args.now {
+        Some(text) => text
+            .parse::<Timestamp>()
+            .map_err(|e| Error::invalid(format!("--now {text} is not an RFC 3339 time: {e}")))?,
+        None => Timestamp::now(),
+    };
+    let mut inputs = Vec::with_capacity(args.files.len());
+    for file in &args.files {
+        inputs.push((file.as_str(), read(file)?));
+    }
+    let snapshot = dump::read_all(inputs.iter().map(|(f, b)| (*f, b.as_slice())))?;
+    drop(inputs);
+    let options = Options {
+        mode: match args.mode {
+            ModeArg::Plain => Mode::Plain,
+            ModeArg::Kueue => Mode::Kueue,
+        },
+        nodes_readable: args.nodes_readable,
+        backend: args.backend,
+    };
+    let observations = classify(&snapshot, &options, now);
+    let terminal = std::io::stdout().is_terminal();
+    let format = args.output.unwrap_or(if terminal { Format::Table } else { Format::Json });
+    match format {
+        Format::Table | Format::Wide => {
+            let width = (format == Format::Table).then(table::terminal_width);
+            output::write_stdout(table::render(&observations, now, width).as_bytes())
+        }
+        Format::Json | Format::Yaml => output::print_structured(&observations, format),
+    }
+}
+
+/// A file's bytes in one allocation of its size (a dump may be gigabytes; growing a
+/// buffer by doubling would hold up to twice that); `-` is standard input.
+fn read(file: &str) -> Result<Vec<u8>, Error> {
+    if file == "-" {
+        return output::read_input(file);
+    }
+    std::fs::read(file)
+        .map_err(|e| Error::invalid(format!("cannot read {file}: {e}")).with_source(e))
+}

@@ -1,0 +1,155 @@
+//! What every command that talks to a cluster shares: the settings file, kubectl-style
+//! overrides, the call's deadline, and Factory.
+
+use std::time::Instant;
+
+use dispatch_core::{CallContext, Error, ObjectKind, ObjectRef, Result, Timespan};
+use dispatch_kf::KubeflowBackend;
+use dispatch_kf_model::Settings;
+use dispatch_kf_model::settings::Kubeconfig;
+
+use crate::output;
+
+/// `--settings` and the overrides kubectl users expect.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct ClusterArgs {
+    /// The adapter's settings (JSON or YAML).
+    #[arg(long, value_name = "FILE")]
+    settings: String,
+    /// Overrides the settings' kubeconfig file.
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<String>,
+    /// Overrides the settings' kubeconfig context.
+    #[arg(long)]
+    context: Option<String>,
+    /// Overrides the settings' namespace.
+    #[arg(short = 'n', long)]
+    namespace: Option<String>,
+    /// The call's deadline (Go notation: 30s, 5m).
+    #[arg(long, value_name = "DURATION")]
+    timeout: Option<String>,
+}
+
+/// Whether a command writes: a read-only command runs Factory without its probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Need {
+    /// Find, inspect, watch, logs: nothing is written, so nothing is probed.
+    Read,
+    /// Start, stop and the hold family: Factory runs its preflight probe.
+    Write,
+}
+
+impl ClusterArgs {
+    /// The settings, with the command line's overrides.
+    pub(crate) fn settings(&self, need: Need) -> Result<Settings> {
+        let bytes = output::read_input(&self.settings)?;
+        let mut settings = Settings::read(&bytes).map_err(|e| e.context(&self.settings))?;
+        if self.kubeconfig.is_some() || self.context.is_some() {
+            let base =
+                settings.kubeconfig.take().unwrap_or(Kubeconfig { path: None, context: None });
+            settings.kubeconfig = Some(Kubeconfig {
+                path: self.kubeconfig.clone().or(base.path),
+                context: self.context.clone().or(base.context),
+            });
+        }
+        if let Some(ns) = &self.namespace {
+            settings.namespace = ns.clone();
+        }
+        if need == Need::Read {
+            settings.read_only = true;
+        }
+        Ok(settings)
+    }
+
+    /// The call's context: its deadline is `--timeout`, else `default`.
+    pub(crate) fn call(&self, default: Timespan) -> Result<CallContext> {
+        let timeout = match &self.timeout {
+            Some(text) => Timespan::parse(text).map_err(|e| e.context("--timeout"))?,
+            None => default,
+        };
+        let wait = timeout.to_std().filter(|d| !d.is_zero()).ok_or_else(|| {
+            Error::invalid(format!("--timeout {timeout} is not a positive duration"))
+        })?;
+        Ok(CallContext::with_deadline(Instant::now() + wait))
+    }
+
+    /// Factory, within the call's deadline.
+    pub(crate) async fn backend(&self, need: Need, cx: &CallContext) -> Result<KubeflowBackend> {
+        KubeflowBackend::new(self.settings(need)?, cx).await
+    }
+}
+
+/// The default deadline of most commands.
+pub(crate) const DEFAULT_TIMEOUT: Timespan = Timespan::from_secs(30);
+
+/// Runs an async command on a runtime of its own.
+pub(crate) fn block_on<T>(future: impl Future<Output = Result<T>>) -> Result<T> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::unreachable(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(future)
+}
+
+/// Reads an object reference `[Kind:]<namespace>/<name>@<uid>` (Kind defaults to
+/// TrainJob) for the backend named `backend`.
+pub(crate) fn parse_ref(text: &str, backend: &str) -> Result<ObjectRef> {
+    let bad = || {
+        Error::invalid(format!(
+            "object reference {text:?} is not [Kind:]<namespace>/<name>@<uid>, as start prints it"
+        ))
+    };
+    let (kind, rest) = match text.split_once(':') {
+        Some((kind, rest)) => (kind, rest),
+        None => ("TrainJob", text),
+    };
+    let kind =
+        [ObjectKind::TrainJob, ObjectKind::JobSet, ObjectKind::Pod, ObjectKind::TrainingRuntime]
+            .into_iter()
+            .find(|k| k.name() == kind)
+            .ok_or_else(bad)?;
+    let (path, uid) = rest.split_once('@').ok_or_else(bad)?;
+    let (namespace, name) = path.split_once('/').ok_or_else(bad)?;
+    if namespace.is_empty() || name.is_empty() || uid.is_empty() {
+        return Err(bad());
+    }
+    Ok(ObjectRef {
+        backend: backend.to_owned(),
+        kind,
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        uid: uid.to_owned(),
+    })
+}
+
+/// The reference as the command line writes it.
+pub(crate) fn format_ref(object: &ObjectRef) -> String {
+    format!("{}:{}/{}@{}", object.kind.name(), object.namespace, object.name, object.uid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_read_as_start_prints_them() {
+        let r = parse_ref("training/dj-x-s1@1234", "kf").unwrap();
+        assert_eq!(
+            (r.kind, r.namespace.as_str(), r.name.as_str(), r.uid.as_str()),
+            (ObjectKind::TrainJob, "training", "dj-x-s1", "1234")
+        );
+        let p = parse_ref("Pod:training/dj-x-s1-node-0-0-abcde@u", "kf").unwrap();
+        assert_eq!(p.kind, ObjectKind::Pod);
+        assert_eq!(parse_ref(&format_ref(&p), "kf").unwrap(), p);
+        for bad in [
+            "training/dj-x-s1",
+            "dj-x-s1@u",
+            "Job:training/x@u",
+            "/x@u",
+            "training/@u",
+            "training/x@",
+        ] {
+            assert!(parse_ref(bad, "kf").unwrap_err().is(dispatch_core::Kind::Invalid), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! What the cluster serves and what the adapter may do: group-version discovery and
+//! SelfSubjectAccessReviews.
+
+use dispatch_core::{CallContext, Kind, Result};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use kube::api::{Api, PostParams};
+
+use crate::cluster::Cluster;
+use crate::error_map::RequestClass;
+use crate::resources::Resource;
+
+/// One permission: a verb on a resource (and subresource) in a namespace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Permission {
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`.
+    pub verb: &'static str,
+    /// The resource.
+    pub resource: Resource,
+    /// The subresource (`log`, `status`), or empty.
+    pub subresource: &'static str,
+}
+
+impl Cluster {
+    /// Whether the apiserver serves `group_version` (`trainer.kubeflow.org/v1alpha1`).
+    /// A 404 means it does not, which is an answer, not an error.
+    pub async fn serves(&self, cx: &CallContext, group_version: &str) -> Result<bool> {
+        let what = format!("discover {group_version}");
+        let path = if group_version.contains('/') { "apis" } else { "api" };
+        let result = self
+            .call(cx, RequestClass::Discovery, &what, |client| async move {
+                let request = http::Request::get(format!("/{path}/{group_version}"))
+                    .body(Vec::new())
+                    .map_err(kube::Error::HttpError)?;
+                client.request::<serde_json::Value>(request).await
+            })
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) if e.is(Kind::NotFound) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether the adapter's identity may do `permission` in `namespace`, answered by a
+    /// SelfSubjectAccessReview (a create that changes nothing, so classified as a read).
+    pub async fn may(
+        &self,
+        cx: &CallContext,
+        namespace: &str,
+        permission: &Permission,
+    ) -> Result<bool> {
+        let resource = permission.resource;
+        let attributes = ResourceAttributes {
+            verb: Some(permission.verb.to_owned()),
+            group: Some(resource.group.to_owned()),
+            resource: Some(resource.plural.to_owned()),
+            subresource: (!permission.subresource.is_empty())
+                .then(|| permission.subresource.to_owned()),
+            namespace: resource.namespaced.then(|| namespace.to_owned()),
+            ..ResourceAttributes::default()
+        };
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(attributes),
+                ..SelfSubjectAccessReviewSpec::default()
+            },
+            ..SelfSubjectAccessReview::default()
+        };
+        let sub = if permission.subresource.is_empty() {
+            String::new()
+        } else {
+            format!("/{}", permission.subresource)
+        };
+        let what = format!("review access: {} {}{sub}", permission.verb, resource.plural);
+        let answer = self
+            .call(cx, RequestClass::Read, &what, |client| async move {
+                Api::<SelfSubjectAccessReview>::all(client)
+                    .create(&PostParams::default(), &review)
+                    .await
+            })
+            .await?;
+        Ok(answer.status.is_some_and(|s| s.allowed))
+    }
+}

@@ -1,0 +1,173 @@
+//! Reading everything one classification needs for one job, as a model [`Snapshot`],
+//! in a number of requests that does not grow with the namespace.
+//!
+//! A stripped label contradicts nothing, so labels alone cannot find a job's objects:
+//! for TrainJobs, JobSets and runtime copies the client lists the namespace's
+//! *metadata* (names and labels only), picks the job's objects by name prefix or label,
+//! and reads them whole with one label-selected list (plus a get for each object that
+//! matched by name but has lost its label, which only a foreign hand causes). Pods come
+//! by the job-id label and by JobSet's jobset-name label, Workloads by the UIDs of the
+//! TrainJobs, Nodes by a get each, concurrently, only when the adapter may read them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use dispatch_core::{CallContext, JobId, Kind, Result};
+use dispatch_kf_model::object::RawObject;
+use dispatch_kf_model::view::View;
+use dispatch_kf_model::{Mode, Snapshot, keys, names};
+use kube::api::DynamicObject;
+
+use crate::cluster::Cluster;
+use crate::objects::Objects;
+use crate::resources::{JOB_SET, NODE, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD};
+
+/// What to read for one job.
+#[derive(Clone, Copy, Debug)]
+pub struct JobQuery<'a> {
+    /// The configured namespace.
+    pub namespace: &'a str,
+    /// The job.
+    pub job: &'a JobId,
+    /// Kueue mode also reads Workloads.
+    pub mode: Mode,
+    /// Whether the adapter may get Nodes.
+    pub nodes_readable: bool,
+}
+
+impl Cluster {
+    /// Reads one snapshot of `query.job`'s objects.
+    pub async fn read_job(&self, cx: &CallContext, query: JobQuery<'_>) -> Result<Snapshot> {
+        let prefix = format!("dj-{}-s", query.job.to_lowercase());
+        let by_label = format!("{}={}", keys::LABEL_JOB_ID, query.job);
+        let mine = |name: &str, labels: &BTreeMap<String, String>| {
+            (name.starts_with(&prefix) && names::parse(name).is_some())
+                || labels.get(keys::LABEL_JOB_ID).map(String::as_str) == Some(query.job.as_str())
+        };
+        let ns = query.namespace;
+        let (tj, js, rt, pod) = (
+            self.objects(TRAIN_JOB, ns),
+            self.objects(JOB_SET, ns),
+            self.objects(TRAINING_RUNTIME, ns),
+            self.objects(POD, ns),
+        );
+        let (train_jobs, job_sets, runtimes, labelled_pods) = futures::try_join!(
+            tj.of_job(cx, &by_label, &mine),
+            js.of_job(cx, &by_label, &mine),
+            rt.of_job(cx, &by_label, &mine),
+            pod.list(cx, &by_label),
+        )?;
+
+        let mut snapshot = Snapshot::default();
+        let job_set_names: BTreeSet<String> =
+            train_jobs.iter().chain(&job_sets).filter_map(|o| o.metadata.name.clone()).collect();
+        let train_job_uids: BTreeSet<String> =
+            train_jobs.iter().filter_map(|o| o.metadata.uid.clone()).collect();
+        let (jobset_pods, workloads) = futures::try_join!(
+            self.list_in(cx, POD, ns, keys::JOBSET_NAME, &job_set_names),
+            async {
+                match query.mode {
+                    Mode::Kueue => {
+                        self.list_in(cx, WORKLOAD, ns, keys::KUEUE_JOB_UID, &train_job_uids).await
+                    }
+                    Mode::Plain => Ok(Vec::new()),
+                }
+            },
+        )?;
+
+        let mut seen_pods = BTreeSet::new();
+        let pods: Vec<DynamicObject> = labelled_pods
+            .items
+            .into_iter()
+            .chain(jobset_pods)
+            .filter(|p| seen_pods.insert(p.metadata.uid.clone()))
+            .collect();
+        let node_names: BTreeSet<String> = pods
+            .iter()
+            .filter_map(|p| p.data.pointer("/spec/nodeName")?.as_str().map(str::to_owned))
+            .collect();
+        let nodes =
+            if query.nodes_readable { self.nodes(cx, &node_names).await? } else { Vec::new() };
+
+        for (resource, objects) in [
+            (TRAIN_JOB, train_jobs),
+            (JOB_SET, job_sets),
+            (TRAINING_RUNTIME, runtimes),
+            (POD, pods),
+            (WORKLOAD, workloads),
+            (NODE, nodes),
+        ] {
+            for object in objects {
+                snapshot.push(view(resource, object));
+            }
+        }
+        Ok(snapshot)
+    }
+
+    /// The objects of `resource` whose `label` is one of `values`, in one request.
+    async fn list_in(
+        &self,
+        cx: &CallContext,
+        resource: Resource,
+        namespace: &str,
+        label: &str,
+        values: &BTreeSet<String>,
+    ) -> Result<Vec<DynamicObject>> {
+        if values.is_empty() {
+            return Ok(Vec::new());
+        }
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        let selector = format!("{label} in ({})", values.join(","));
+        Ok(self.objects(resource, namespace).list(cx, &selector).await?.items)
+    }
+
+    /// Each named Node, read concurrently; a Node that is gone is left out.
+    async fn nodes(
+        &self,
+        cx: &CallContext,
+        names: &BTreeSet<String>,
+    ) -> Result<Vec<DynamicObject>> {
+        let nodes = self.objects(NODE, "");
+        let reads = names.iter().map(|name| nodes.get_opt(cx, name));
+        let found = futures::future::try_join_all(reads).await?;
+        Ok(found.into_iter().flatten().collect())
+    }
+}
+
+impl Objects<'_> {
+    /// The job's objects of this kind: those whose name or labels `mine` accepts.
+    async fn of_job(
+        &self,
+        cx: &CallContext,
+        by_label: &str,
+        mine: &(dyn Fn(&str, &BTreeMap<String, String>) -> bool + Sync),
+    ) -> Result<Vec<DynamicObject>> {
+        let (names, labelled) =
+            futures::try_join!(self.list_metadata(cx, ""), self.list(cx, by_label))?;
+        let mut found = labelled.items;
+        let have: BTreeSet<String> = found.iter().filter_map(|o| o.metadata.name.clone()).collect();
+        for meta in names.items {
+            let name = meta.metadata.name.clone().unwrap_or_default();
+            let labels = meta.metadata.labels.clone().unwrap_or_default();
+            if !have.contains(&name) && mine(&name, &labels) {
+                match self.get(cx, &name).await {
+                    Ok(object) => found.push(object),
+                    // Deleted between the two reads: it is simply gone.
+                    Err(e) if e.is(Kind::NotFound) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// The model's view of one object read from the apiserver. A list's items carry no
+/// `kind`, so the kind is put back before the model reads it.
+pub fn view(resource: Resource, object: DynamicObject) -> View {
+    let mut value = serde_json::to_value(object).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.insert("kind".into(), resource.kind.into());
+        map.insert("apiVersion".into(), resource.api_version().into());
+    }
+    serde_json::from_value::<RawObject>(value).map(View::from).unwrap_or(View::Other)
+}

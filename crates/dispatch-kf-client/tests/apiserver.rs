@@ -1,0 +1,308 @@
+//! Answered rows of the error mapping, the client's own retries, and its streams,
+//! proved against the simulated cluster through the real kube client.
+
+use std::time::Duration;
+
+use dispatch_core::{CallContext, Kind};
+use dispatch_kf_client::resources::{CLUSTER_TRAINING_RUNTIME, NODE, POD, TRAIN_JOB};
+use dispatch_kf_client::{
+    CONFLICT_TRIES, Change, Cluster, ClusterConfig, Edit, LIST_RESTARTS, Permission, RequestClass,
+    Resource, is_conflict,
+};
+use dispatch_kf_sim::{Fault, FaultAction, Identity, Rule, Sim, SimOptions};
+use futures::StreamExt;
+use kube::api::DynamicObject;
+use serde_json::json;
+
+const NS: &str = "default";
+
+async fn sim() -> Sim {
+    Sim::start(SimOptions::default()).await.expect("the sim starts")
+}
+
+/// A cluster for `user`, loaded from the kubeconfig the sim writes, as a user would.
+async fn cluster_as(sim: &Sim, user: &str) -> Cluster {
+    let dir = std::env::temp_dir().join(format!("dispatch-kf-client-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{user}-{}.kubeconfig", sim.url().rsplit(':').next().unwrap()));
+    std::fs::write(&path, sim.kubeconfig_yaml(user).unwrap()).unwrap();
+    let config = ClusterConfig {
+        kubeconfig: Some(path),
+        context: None,
+        request_timeout: Duration::from_secs(2),
+    };
+    Cluster::connect(&config).await.unwrap()
+}
+
+async fn cluster(sim: &Sim) -> Cluster {
+    cluster_as(sim, "admin").await
+}
+
+fn cx() -> CallContext {
+    CallContext::background()
+}
+
+/// A ConfigMap-like object of `resource`; the client does not care what it holds.
+fn object(resource: Resource, name: &str) -> DynamicObject {
+    let mut o = DynamicObject::new(name, &resource.api_resource());
+    if resource.namespaced {
+        o = o.within(NS);
+    }
+    o.data = json!({"spec": {"x": 1}});
+    o
+}
+
+const CONFIG_MAP: Resource = Resource {
+    kind: "ConfigMap",
+    group: "",
+    version: "v1",
+    plural: "configmaps",
+    namespaced: true,
+};
+
+#[tokio::test]
+async fn not_found_is_not_found() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let err = c.objects(CONFIG_MAP, NS).get(&cx(), "missing").await.unwrap_err();
+    assert_eq!(err.kind(), Kind::NotFound, "{err:?}");
+    assert_eq!(c.objects(CONFIG_MAP, NS).get_opt(&cx(), "missing").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_create_of_a_name_that_exists_is_rejected() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let cms = c.objects(CONFIG_MAP, NS);
+    cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
+    let err = cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(!is_conflict(&err), "AlreadyExists is not a conflict");
+    assert!(err.message().contains("AlreadyExists"), "{}", err.message());
+}
+
+#[tokio::test]
+async fn a_write_whose_precondition_failed_is_a_rejected_conflict() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let cms = c.objects(CONFIG_MAP, NS);
+    let stale = cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
+    let mut fresh = stale.clone();
+    fresh.data["data"] = json!({"k": "1"});
+    cms.replace(&cx(), RequestClass::Write, &fresh).await.unwrap();
+    let err = cms.replace(&cx(), RequestClass::Write, &stale).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(is_conflict(&err));
+    let err = cms.delete(&cx(), "a", Some("not-the-uid")).await.unwrap_err();
+    assert!(err.is(Kind::Rejected) && is_conflict(&err), "{err:?}");
+}
+
+#[tokio::test]
+async fn unauthorized_and_forbidden_are_unauthorized() {
+    let sim = sim().await;
+    sim.add_identity(Identity::new("nobody"));
+    let err = cluster_as(&sim, "nobody").await.objects(CONFIG_MAP, NS).get(&cx(), "a").await;
+    let err = err.unwrap_err();
+    assert_eq!(err.kind(), Kind::Unauthorized, "{err:?}");
+    assert!(err.message().contains("forbidden"), "{}", err.message());
+    sim.add_fault(Fault::on(
+        "get",
+        "configmaps",
+        Fault::status(401, "Unauthorized", "Unauthorized"),
+    ));
+    let err = cluster(&sim).await.objects(CONFIG_MAP, NS).get(&cx(), "a").await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Unauthorized, "{err:?}");
+}
+
+#[tokio::test]
+async fn bad_requests_are_rejected() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    for (code, reason) in [
+        (422, "Invalid"),
+        (400, "BadRequest"),
+        (405, "MethodNotAllowed"),
+        (413, "RequestEntityTooLarge"),
+        (406, "NotAcceptable"),
+        (415, "UnsupportedMediaType"),
+    ] {
+        sim.add_fault(Fault::on("create", "configmaps", Fault::status(code, reason, "refused")));
+        let err = c.objects(CONFIG_MAP, NS).create(&cx(), &object(CONFIG_MAP, "a")).await;
+        assert_eq!(err.unwrap_err().kind(), Kind::Rejected, "{code}");
+    }
+}
+
+#[tokio::test]
+async fn a_server_error_is_outcome_unknown_for_a_write_and_unreachable_for_a_read() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    sim.add_fault(Fault::on("create", "configmaps", Fault::status(500, "InternalError", "etcd")));
+    let err = c.objects(CONFIG_MAP, NS).create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::OutcomeUnknown);
+    sim.add_fault(Fault::on("get", "configmaps", Fault::status(503, "ServiceUnavailable", "busy")));
+    let err = c.objects(CONFIG_MAP, NS).get(&cx(), "a").await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Unreachable);
+}
+
+#[tokio::test]
+async fn a_write_reset_after_it_was_applied_is_outcome_unknown_and_the_object_exists() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    sim.add_fault(Fault::on("create", "configmaps", FaultAction::ResetAfterApply));
+    let err = c.objects(CONFIG_MAP, NS).create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::OutcomeUnknown, "{err:?}");
+    assert!(sim.get("configmaps", NS, "a").is_some());
+}
+
+#[tokio::test]
+async fn a_write_reset_before_it_was_applied_is_outcome_unknown_and_nothing_exists() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    sim.add_fault(Fault::on("create", "configmaps", FaultAction::ResetBeforeApply));
+    let err = c.objects(CONFIG_MAP, NS).create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::OutcomeUnknown, "{err:?}");
+    assert!(sim.get("configmaps", NS, "a").is_none());
+}
+
+#[tokio::test]
+async fn a_write_whose_connection_was_refused_is_unreachable_and_nothing_exists() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    c.objects(CONFIG_MAP, NS).get_opt(&cx(), "warm-the-pool").await.unwrap();
+    sim.set_refusing(true).await;
+    let err = c.objects(CONFIG_MAP, NS).create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+    sim.set_refusing(false).await;
+    assert!(sim.get("configmaps", NS, "a").is_none());
+}
+
+#[tokio::test]
+async fn a_write_delayed_past_the_read_timeout_is_outcome_unknown() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    sim.add_fault(Fault::on("create", "configmaps", FaultAction::Delay(Duration::from_secs(5))));
+    let err = c.objects(CONFIG_MAP, NS).create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::OutcomeUnknown, "{err:?}");
+}
+
+#[tokio::test]
+async fn a_list_restarts_after_two_expiries_and_gives_up_after_four() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    c.objects(CONFIG_MAP, NS).create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
+    sim.add_fault(Fault::on("list", "configmaps", FaultAction::ExpireList).times(2));
+    assert_eq!(c.objects(CONFIG_MAP, NS).list(&cx(), "").await.unwrap().items.len(), 1);
+    sim.add_fault(
+        Fault::on("list", "configmaps", FaultAction::ExpireList).times(LIST_RESTARTS as u32 + 1),
+    );
+    let err = c.objects(CONFIG_MAP, NS).list(&cx(), "").await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+}
+
+async fn bump(c: &Cluster) -> dispatch_core::Result<DynamicObject> {
+    c.objects(CONFIG_MAP, NS)
+        .read_modify_write(&cx(), RequestClass::Write, "a", |o| {
+            o.data["data"] = json!({"n": "1"});
+            Ok(Edit::Write)
+        })
+        .await
+}
+
+#[tokio::test]
+async fn a_read_modify_write_survives_seven_conflicts_and_gives_up_at_eight() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    c.objects(CONFIG_MAP, NS).create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
+    let conflict = || Fault::status(409, "Conflict", "the object has been modified");
+    sim.add_fault(Fault::on("update", "configmaps", conflict()).times(CONFLICT_TRIES as u32 - 1));
+    assert_eq!(bump(&c).await.unwrap().data["data"]["n"], "1");
+    sim.add_fault(Fault::on("update", "configmaps", conflict()).times(CONFLICT_TRIES as u32));
+    let err = bump(&c).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(err.message().contains("a conflict"), "{}", err.message());
+}
+
+#[tokio::test]
+async fn discovery_says_whether_a_group_version_is_served() {
+    let opts =
+        SimOptions { unserved: vec!["kueue.x-k8s.io/v1beta2".into()], ..SimOptions::default() };
+    let sim = Sim::start(opts).await.unwrap();
+    let c = cluster(&sim).await;
+    assert!(c.serves(&cx(), "trainer.kubeflow.org/v1alpha1").await.unwrap());
+    assert!(c.serves(&cx(), "jobset.x-k8s.io/v1alpha2").await.unwrap());
+    assert!(!c.serves(&cx(), "kueue.x-k8s.io/v1beta2").await.unwrap());
+    assert!(c.serves(&cx(), "v1").await.unwrap());
+}
+
+#[tokio::test]
+async fn access_reviews_answer_from_the_identity_rules() {
+    let sim = sim().await;
+    sim.add_identity(Identity::new("reader").allow(Rule::new(&["get", "list"], "", &["pods"])));
+    let c = cluster_as(&sim, "reader").await;
+    let get_pods = Permission { verb: "get", resource: POD, subresource: "" };
+    let get_nodes = Permission { verb: "get", resource: NODE, subresource: "" };
+    let read_logs = Permission { verb: "get", resource: POD, subresource: "log" };
+    assert!(c.may(&cx(), NS, &get_pods).await.unwrap());
+    assert!(!c.may(&cx(), NS, &get_nodes).await.unwrap());
+    assert!(!c.may(&cx(), NS, &read_logs).await.unwrap());
+    let create_jobs = Permission { verb: "create", resource: TRAIN_JOB, subresource: "" };
+    assert!(cluster(&sim).await.may(&cx(), NS, &create_jobs).await.unwrap());
+}
+
+#[tokio::test]
+async fn a_watch_yields_changes_and_ends_cleanly_when_it_expires() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let cms = c.objects(CONFIG_MAP, NS);
+    let rv = cms.list(&cx(), "").await.unwrap().metadata.resource_version.unwrap();
+    let watch = cms.watch(&cx(), "", &rv).await.unwrap();
+    cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
+    cms.delete(&cx(), "a", None).await.unwrap();
+    let changes: Vec<Change> = watch.take(2).collect().await;
+    assert!(matches!(&changes[0], Change::Applied(o) if o.metadata.name.as_deref() == Some("a")));
+    assert!(matches!(&changes[1], Change::Deleted(o) if o.metadata.name.as_deref() == Some("a")));
+
+    sim.add_fault(Fault::on("watch", "configmaps", FaultAction::ExpireWatch));
+    let ended: Vec<Change> = cms.watch(&cx(), "", &rv).await.unwrap().collect().await;
+    assert!(ended.is_empty(), "a 410 ends the stream without an error");
+}
+
+#[tokio::test]
+async fn a_watch_closed_by_the_server_ends_cleanly() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let cms = c.objects(CONFIG_MAP, NS);
+    let rv = cms.list(&cx(), "").await.unwrap().metadata.resource_version.unwrap();
+    let watch = cms.watch(&cx(), "", &rv).await.unwrap();
+    sim.close_watches();
+    assert_eq!(watch.count().await, 0);
+}
+
+#[tokio::test]
+async fn a_pod_log_reads_whole_and_a_missing_pod_is_not_found() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    sim.apply(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": NS},
+        "spec": {"containers": [{"name": "node", "image": "busybox"}]}
+    }))
+    .unwrap();
+    sim.set_log(NS, "p", "epoch 1\nepoch 2\n");
+    let chunks: Vec<_> = c.pod_log(&cx(), NS, "p", "node", false).await.unwrap().collect().await;
+    let text: Vec<u8> = chunks.into_iter().flat_map(Result::unwrap).collect();
+    assert_eq!(String::from_utf8(text).unwrap(), "epoch 1\nepoch 2\n");
+    let err = c.pod_log(&cx(), NS, "missing", "node", false).await.err().unwrap();
+    assert_eq!(err.kind(), Kind::NotFound, "{err:?}");
+}
+
+#[tokio::test]
+async fn cluster_scoped_kinds_ignore_the_namespace() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let runtimes = c.objects(CLUSTER_TRAINING_RUNTIME, NS);
+    let mut rt = object(CLUSTER_TRAINING_RUNTIME, "torch");
+    rt.data = json!({"spec": {"template": {"spec": {"replicatedJobs": []}}}});
+    runtimes.create(&cx(), &rt).await.unwrap();
+    assert!(runtimes.get(&cx(), "torch").await.is_ok());
+}

@@ -1,0 +1,113 @@
+//! Snapshot reads for one job, against the simulated cluster: what they find, and that
+//! the number of requests does not grow with the namespace.
+
+use std::time::Duration;
+
+use dispatch_core::{CallContext, JobId};
+use dispatch_kf_client::{Cluster, JobQuery};
+use dispatch_kf_model::{Mode, keys, names};
+use dispatch_kf_sim::{Sim, SimOptions};
+use serde_json::{Value, json};
+
+const NS: &str = "default";
+
+async fn cluster(sim: &Sim) -> Cluster {
+    let config =
+        kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml("admin").unwrap()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(config, &Default::default()).await.unwrap();
+    Cluster::from_kube_config(config, Duration::from_secs(5)).unwrap()
+}
+
+fn job(n: u32) -> JobId {
+    JobId::parse(&format!("01JDQ4V8Z6K3M0B7X2N5R{n:05}")).unwrap()
+}
+
+fn labels(job: &JobId) -> Value {
+    json!({keys::LABEL_JOB_ID: job.as_str(), keys::LABEL_SUBMISSION: "1", keys::LABEL_MANAGED_BY: "dispatch"})
+}
+
+/// A TrainJob, its JobSet and `pods` pods of submission 1 of `job`, as setup.
+fn install_job(sim: &Sim, job: &JobId, pods: usize, with_labels: bool) {
+    let name = names::make(job, 1);
+    let labels = if with_labels { labels(job) } else { json!({}) };
+    let tj = sim
+        .apply(json!({
+            "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": name, "namespace": NS, "labels": labels},
+            "spec": {"suspend": true, "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": name}}
+        }))
+        .unwrap();
+    let uid = tj["metadata"]["uid"].as_str().unwrap().to_owned();
+    sim.apply(json!({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": name, "namespace": NS, "labels": labels,
+                     "ownerReferences": [{"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                                          "name": name, "uid": uid, "controller": true}]},
+        "spec": {"suspend": true}
+    }))
+    .unwrap();
+    for i in 0..pods {
+        let mut pod_labels = labels.clone();
+        pod_labels[keys::JOBSET_NAME] = json!(name);
+        sim.apply(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("{name}-node-0-{i}-abcde"), "namespace": NS, "labels": pod_labels},
+            "spec": {"nodeName": "gpu-0", "containers": [{"name": "node", "image": "x"}]}
+        }))
+        .unwrap();
+    }
+}
+
+async fn sim_with_a_node() -> Sim {
+    let sim = Sim::start(SimOptions { auto_settle: false, ..SimOptions::default() }).await.unwrap();
+    sim.apply(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-0"}})).unwrap();
+    sim
+}
+
+fn query(job: &JobId) -> JobQuery<'_> {
+    JobQuery { namespace: NS, job, mode: Mode::Plain, nodes_readable: true }
+}
+
+#[tokio::test]
+async fn a_job_snapshot_holds_its_train_job_job_set_pods_and_nodes() {
+    let sim = sim_with_a_node().await;
+    install_job(&sim, &job(1), 2, true);
+    install_job(&sim, &job(2), 2, true);
+    let snapshot =
+        cluster(&sim).await.read_job(&CallContext::background(), query(&job(1))).await.unwrap();
+    assert_eq!(snapshot.train_jobs.len(), 1);
+    assert_eq!(snapshot.train_jobs[0].meta.name(), names::make(&job(1), 1));
+    assert_eq!(snapshot.job_sets.len(), 1);
+    assert_eq!(snapshot.pods.len(), 2, "pods come once, though both selectors find them");
+    assert_eq!(snapshot.nodes.len(), 1);
+}
+
+#[tokio::test]
+async fn objects_whose_labels_were_stripped_are_found_by_name() {
+    let sim = sim_with_a_node().await;
+    install_job(&sim, &job(1), 1, false);
+    let snapshot =
+        cluster(&sim).await.read_job(&CallContext::background(), query(&job(1))).await.unwrap();
+    assert_eq!(snapshot.train_jobs.len(), 1);
+    assert_eq!(snapshot.job_sets.len(), 1);
+    assert_eq!(snapshot.pods.len(), 1, "found through the JobSet's name");
+}
+
+#[tokio::test]
+async fn a_job_snapshot_takes_as_many_requests_in_a_crowded_namespace_as_in_an_empty_one() {
+    let sim = sim_with_a_node().await;
+    let c = cluster(&sim).await;
+    install_job(&sim, &job(1), 2, true);
+    sim.clear_requests();
+    c.read_job(&CallContext::background(), query(&job(1))).await.unwrap();
+    let alone = sim.requests().len();
+
+    for n in 2..1002 {
+        install_job(&sim, &job(n), 0, true);
+    }
+    sim.clear_requests();
+    let snapshot = c.read_job(&CallContext::background(), query(&job(1))).await.unwrap();
+    assert_eq!(sim.requests().len(), alone, "requests do not grow with the namespace");
+    assert_eq!(snapshot.train_jobs.len(), 1);
+    assert!(alone <= 10, "{alone} requests for one job");
+}

@@ -1,0 +1,30 @@
+//! The Backend's edge: the only place it reads the clock or draws randomness, so that
+//! the model below it can take both as parameters.
+
+use dispatch_core::{Error, JobId, Result};
+use dispatch_kf_model::render::token::TokenSuffix;
+use jiff::Timestamp;
+
+/// The wall-clock time, read once per call.
+pub(crate) fn now() -> Timestamp {
+    Timestamp::now()
+}
+
+fn random_bytes<const N: usize>() -> Result<[u8; N]> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).map_err(|e| {
+        Error::unreachable(format!("the operating system gave no random bytes: {e}"))
+    })?;
+    Ok(bytes)
+}
+
+/// A fresh attempt-token suffix: 16 lower-case hex characters.
+pub(crate) fn token_suffix() -> Result<TokenSuffix> {
+    Ok(TokenSuffix::from_bytes(random_bytes::<8>()?))
+}
+
+/// A fresh job id (a ULID of the current time), for the preflight probe.
+pub(crate) fn fresh_job_id() -> Result<JobId> {
+    let millis = u64::try_from(now().as_millisecond()).unwrap_or(0);
+    Ok(JobId::from_parts(millis, u128::from_le_bytes(random_bytes::<16>()?)))
+}

@@ -1,0 +1,276 @@
+//! Factory and preflight: connect, check what the cluster serves and what the adapter
+//! may do, run the preflight probe, and decide whether the Backend writes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use dispatch_core::{CallContext, Capability, Error, ObjectRef, Result, Support};
+use dispatch_kf_client::resources::{
+    ADMISSION_CHECK, CLUSTER_QUEUE, JOB_SET, LEASE, LOCAL_QUEUE, NODE, POD, TRAIN_JOB,
+    TRAINING_RUNTIME, WORKLOAD,
+};
+use dispatch_kf_client::{Cluster, ClusterConfig, Permission, Resource};
+use dispatch_kf_model::capabilities::{self, Access, Facts};
+use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, prove_gate};
+use dispatch_kf_model::{Mode, Purpose, Settings, keys, probe_request};
+
+use crate::start::to_value;
+use crate::{Inner, KubeflowBackend, edge};
+
+/// What Factory learned.
+#[derive(Clone, Debug)]
+pub struct Preflight {
+    /// The probed facts.
+    pub facts: Facts,
+    /// Whether the Backend writes, observes only, or is read-only.
+    pub access: Access,
+    /// Every capability's answer, without a spec.
+    pub capabilities: BTreeMap<Capability, Support>,
+    /// Whether the adapter may get Nodes.
+    pub nodes_readable: bool,
+}
+
+/// The group-versions the adapter needs, by mode.
+fn required_group_versions(mode: Mode) -> Vec<&'static str> {
+    let mut gvs = vec![keys::TRAINER_API_VERSION, keys::JOBSET_API_VERSION];
+    if mode == Mode::Kueue {
+        gvs.push(keys::KUEUE_API_VERSION);
+    }
+    gvs
+}
+
+const fn permission(verb: &'static str, resource: Resource) -> Permission {
+    Permission { verb, resource, subresource: "" }
+}
+
+/// The permissions without which the adapter cannot even observe.
+fn read_permissions(mode: Mode) -> Vec<Permission> {
+    let mut reads = Vec::new();
+    for resource in [TRAIN_JOB, JOB_SET, POD, TRAINING_RUNTIME] {
+        for verb in ["get", "list", "watch"] {
+            reads.push(permission(verb, resource));
+        }
+    }
+    if mode == Mode::Kueue {
+        for verb in ["get", "list", "watch"] {
+            reads.push(permission(verb, WORKLOAD));
+        }
+    }
+    reads
+}
+
+impl KubeflowBackend {
+    /// Factory: loads the cluster configuration, checks the group-versions and read
+    /// permissions, runs the preflight probe (unless read-only), and decides whether
+    /// the Backend writes.
+    pub async fn new(settings: Settings, cx: &CallContext) -> Result<KubeflowBackend> {
+        let config = ClusterConfig {
+            kubeconfig: settings
+                .kubeconfig
+                .as_ref()
+                .and_then(|k| k.path.as_deref())
+                .map(expand_home),
+            context: settings.kubeconfig.as_ref().and_then(|k| k.context.clone()),
+            request_timeout: settings.timeouts.request.to_std().unwrap_or(Duration::from_secs(30)),
+        };
+        let cluster = Cluster::connect(&config).await?;
+        KubeflowBackend::with_cluster(settings, cluster, cx).await
+    }
+
+    /// Factory on a cluster already connected (tests, and the embedded simulated
+    /// cluster of the demo).
+    pub async fn with_cluster(
+        settings: Settings,
+        cluster: Cluster,
+        cx: &CallContext,
+    ) -> Result<KubeflowBackend> {
+        let ns = settings.namespace.clone();
+        for gv in required_group_versions(settings.mode) {
+            if !cluster.serves(cx, gv).await? {
+                return Err(Error::unsupported(format!(
+                    "the cluster does not serve {gv}: install Kubeflow Trainer v2.3+, JobSet v0.12+{}",
+                    if settings.mode == Mode::Kueue { " and Kueue v0.17+" } else { "" }
+                )));
+            }
+        }
+        let mut missing = Vec::new();
+        for p in read_permissions(settings.mode) {
+            if !cluster.may(cx, &ns, &p).await? {
+                missing.push(format!("{} {}", p.verb, p.resource.plural));
+            }
+        }
+        if !missing.is_empty() {
+            return Err(Error::unauthorized(format!(
+                "the adapter may not read what it must observe: {}",
+                missing.join(", ")
+            )));
+        }
+        let nodes_readable = cluster.may(cx, &ns, &permission("get", NODE)).await?;
+        let may_read_logs = cluster
+            .may(cx, &ns, &Permission { verb: "get", resource: POD, subresource: "log" })
+            .await?;
+        let may_update_workloads = match settings.mode {
+            Mode::Kueue => cluster.may(cx, &ns, &permission("update", WORKLOAD)).await?,
+            Mode::Plain => false,
+        };
+        let readmission_gate = match settings.mode {
+            Mode::Kueue => prove_readmission_gate(&cluster, &settings, cx).await?,
+            Mode::Plain => Err("not in Kueue mode".to_owned()),
+        };
+        // Until the probe says otherwise, the facts assume its round trip works, so that
+        // the Backend that runs the probe may hold and release.
+        let mut facts = Facts {
+            mode: settings.mode,
+            read_only: settings.read_only,
+            hold_round_trip: Ok(()),
+            may_update_workloads,
+            readmission_gate,
+            may_read_logs,
+            probe_started: Ok(()),
+        };
+        let backend = |facts: Facts, settings: Settings, cluster: Cluster| {
+            let preflight = Preflight {
+                access: capabilities::access(&facts),
+                capabilities: capabilities::answers(&facts, None),
+                facts,
+                nodes_readable,
+            };
+            KubeflowBackend {
+                inner: Arc::new(Inner {
+                    settings,
+                    cluster,
+                    preflight,
+                    closed: AtomicBool::new(false),
+                    in_flight: Default::default(),
+                    evidence: Default::default(),
+                }),
+            }
+        };
+        // Read-only, or observe-only whatever the probe finds: nothing to probe.
+        if capabilities::access(&facts) != Access::Writable {
+            facts.hold_round_trip = Err("not run, because the backend does not write".to_owned());
+            return Ok(backend(facts, settings, cluster));
+        }
+        // The probe runs as a writable Backend; what it finds decides the real one.
+        let probing = backend(facts.clone(), settings.clone(), cluster.clone());
+        let (started, round_trip) = probing.inner.probe(cx).await?;
+        facts.probe_started = started;
+        facts.hold_round_trip = round_trip;
+        Ok(backend(facts, settings, cluster))
+    }
+}
+
+impl Inner {
+    /// The preflight probe: a Start of the probe's own request, a Hold/Release round
+    /// trip, then Stop. Returns whether it started and whether the round trip worked;
+    /// `Err` only for what makes the Backend unusable (Kueue managing plain-mode jobs).
+    async fn probe(&self, cx: &CallContext) -> Result<(Result<(), String>, Result<(), String>)> {
+        let request = probe_request(&self.settings, edge::fresh_job_id()?);
+        let object = match self.start_as(cx, &request, Purpose::Probe).await {
+            Ok(object) => object,
+            Err(e) => {
+                let why =
+                    format!("the preflight probe could not start ({}): {}", e.kind(), e.message());
+                return Ok((Err(why.clone()), Err(why)));
+            }
+        };
+        let result = self.probe_started(cx, &object).await;
+        let stopped = self.delete_object(cx, &object).await;
+        let round_trip = result?;
+        if let Err(e) = stopped {
+            tracing::warn!(probe = %object.name, error = %e, "the preflight probe's TrainJob could not be stopped");
+        }
+        Ok((Ok(()), round_trip))
+    }
+
+    async fn probe_started(
+        &self,
+        cx: &CallContext,
+        object: &ObjectRef,
+    ) -> Result<Result<(), String>> {
+        if self.settings.mode == Mode::Plain
+            && self.cluster.serves(cx, keys::KUEUE_API_VERSION).await?
+        {
+            self.refuse_if_kueue_manages(cx, object).await?;
+        }
+        let mut hold_cx = cx.clone();
+        if hold_cx.deadline.is_none() {
+            let request =
+                self.settings.timeouts.request.to_std().unwrap_or(Duration::from_secs(30));
+            hold_cx.deadline = Some(Instant::now() + request * 4);
+        }
+        let round_trip = async {
+            self.hold(&hold_cx, object, 1).await?;
+            self.release(&hold_cx, object, 1).await
+        };
+        Ok(round_trip.await.map_err(|e| format!("{}: {}", e.kind(), e.message())))
+    }
+
+    /// Plain mode on a cluster whose Kueue manages queue-less jobs: the probe's
+    /// TrainJob gets a Workload within `timeouts.workload`, and Kueue would fight the
+    /// adapter over `spec.suspend`.
+    async fn refuse_if_kueue_manages(&self, cx: &CallContext, object: &ObjectRef) -> Result<()> {
+        let workloads = self.cluster.objects(WORKLOAD, &self.settings.namespace);
+        let selector = format!("{}={}", keys::KUEUE_JOB_UID, object.uid);
+        let limit = self.settings.timeouts.workload.to_std().unwrap_or_default();
+        let started = tokio::time::Instant::now();
+        loop {
+            if !workloads.list(cx, &selector).await?.items.is_empty() {
+                let _ = self.delete_object(cx, object).await;
+                return Err(Error::unsupported(
+                    "Kueue manages TrainJobs without a queue on this cluster, so plain mode would fight it: set mode to kueue",
+                ));
+            }
+            if started.elapsed() >= limit {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+}
+
+/// Reads the LocalQueue, its ClusterQueue, the AdmissionCheck and the Lease, and
+/// proves the readmission gate from them.
+async fn prove_readmission_gate(
+    cluster: &Cluster,
+    settings: &Settings,
+    cx: &CallContext,
+) -> Result<Result<(), String>> {
+    let Some(kueue) = &settings.kueue else {
+        return Ok(Err("kueue settings are missing".to_owned()));
+    };
+    let ns = &settings.namespace;
+    let local_queue =
+        cluster.objects(LOCAL_QUEUE, ns).get_opt(cx, &kueue.queue).await?.map(|o| to_value(&o));
+    let cluster_queue = match local_queue.as_ref().and_then(cluster_queue_of) {
+        Some(cq) => cluster.objects(CLUSTER_QUEUE, ns).get_opt(cx, cq).await?.map(|o| to_value(&o)),
+        None => None,
+    };
+    let admission_check = cluster
+        .objects(ADMISSION_CHECK, ns)
+        .get_opt(cx, &kueue.admission_check)
+        .await?
+        .map(|o| to_value(&o));
+    let lease = cluster
+        .objects(LEASE, &kueue.lease.namespace)
+        .get_opt(cx, &kueue.lease.name)
+        .await?
+        .map(|o| to_value(&o));
+    let objects = GateObjects {
+        local_queue: local_queue.as_ref(),
+        cluster_queue: cluster_queue.as_ref(),
+        admission_check: admission_check.as_ref(),
+        lease: lease.as_ref(),
+    };
+    Ok(prove_gate(&objects, &kueue.queue, &kueue.admission_check, edge::now()))
+}
+
+/// `~/...` in a kubeconfig path means the home directory.
+fn expand_home(path: &str) -> std::path::PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => std::path::PathBuf::from(home).join(rest),
+        _ => std::path::PathBuf::from(path),
+    }
+}

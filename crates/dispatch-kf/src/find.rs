@@ -1,0 +1,73 @@
+//! Find and Inspect: one snapshot read, one classification.
+
+use dispatch_core::{CallContext, Discovery, Error, JobId, ObjectObs, ObjectRef, Result};
+use dispatch_kf_client::JobQuery;
+use dispatch_kf_model::{Options, Snapshot, classify};
+use jiff::Timestamp;
+
+use crate::{Inner, edge};
+
+impl Inner {
+    /// Everything one classification of `job` reads.
+    pub(crate) async fn snapshot(&self, cx: &CallContext, job: &JobId) -> Result<Snapshot> {
+        let query = JobQuery {
+            namespace: &self.settings.namespace,
+            job,
+            mode: self.settings.mode,
+            nodes_readable: self.preflight.nodes_readable,
+        };
+        let mut snapshot = self.cluster.read_job(cx, query).await?;
+        snapshot.captured_pods.extend(self.evidence.of_job(job));
+        Ok(snapshot)
+    }
+
+    /// The observations of a snapshot at `now`.
+    pub(crate) fn observe(&self, snapshot: &Snapshot, now: Timestamp) -> Vec<ObjectObs> {
+        let options = Options {
+            mode: self.settings.mode,
+            nodes_readable: self.preflight.nodes_readable,
+            backend: self.settings.name.clone(),
+        };
+        classify(snapshot, &options, now)
+    }
+
+    /// Every object of `job`, orphans included, and the in-flight mark.
+    pub(crate) async fn find(&self, cx: &CallContext, job: &JobId) -> Result<Discovery> {
+        self.check_open()?;
+        let snapshot = self.snapshot(cx, job).await?;
+        let now = edge::now();
+        Ok(Discovery {
+            job: job.clone(),
+            objects: self.observe(&snapshot, now),
+            in_flight: self.in_flight.get(job, now),
+        })
+    }
+
+    /// One object: the observation of the reference's kind, name and UID.
+    pub(crate) async fn inspect(&self, cx: &CallContext, object: &ObjectRef) -> Result<ObjectObs> {
+        self.check_open()?;
+        let target = self.target(object)?;
+        let snapshot = self.snapshot(cx, &target.job).await?;
+        let observations = self.observe(&snapshot, edge::now());
+        pick(observations, object)
+    }
+}
+
+/// The observation of `object` among `observations`: `NotFound` when it is gone or its
+/// name is now held by another UID.
+pub(crate) fn pick(observations: Vec<ObjectObs>, object: &ObjectRef) -> Result<ObjectObs> {
+    let same_name = |o: &ObjectObs| o.object.kind == object.kind && o.object.name == object.name;
+    let mut others = false;
+    for obs in observations {
+        if same_name(&obs) && obs.object.uid == object.uid {
+            return Ok(obs);
+        }
+        others |= same_name(&obs);
+    }
+    let what = format!("{} {}/{}", object.kind.name(), object.namespace, object.name);
+    Err(if others {
+        Error::not_found(format!("{what} is now held by another UID than {}", object.uid))
+    } else {
+        Error::not_found(format!("{what} of UID {} is gone", object.uid))
+    })
+}

@@ -1,0 +1,104 @@
+//! Output and Ceased (`seeds/capabilities.txt`): rank 0's log of a submission's current
+//! execution, and whether every Node of an object's current or last execution has
+//! ceased. Both read the execution the model's classification uses (`ranks`).
+
+use dispatch_core::{
+    CallContext, Capability, Cessation, Error, JobId, Kind, LogStream, ObjectKind, ObjectRef,
+    OutputStream, Result,
+};
+use dispatch_kf_client::resources::NODE;
+use dispatch_kf_client::view;
+use dispatch_kf_model::names::{self, MAX_SUBMISSION};
+use dispatch_kf_model::ranks;
+use dispatch_kf_model::view::View;
+use futures::StreamExt;
+
+use crate::Inner;
+
+impl Inner {
+    pub(crate) async fn output(
+        &self,
+        cx: &CallContext,
+        job: &JobId,
+        submission: u32,
+        stream: OutputStream,
+        follow: bool,
+    ) -> Result<LogStream> {
+        self.check_open()?;
+        if stream == OutputStream::Stderr {
+            return Err(Error::unsupported(
+                "a pod's log interleaves standard error with standard output: read Stdout",
+            ));
+        }
+        let read = &self.preflight.capabilities[&Capability::OutputRead];
+        if !read.is_yes() {
+            return Err(Error::unsupported(format!("Output is not available: {}", read.reason)));
+        }
+        if !(1..=MAX_SUBMISSION).contains(&submission) {
+            return Err(Error::invalid(format!(
+                "submission {submission} is not 1 to {MAX_SUBMISSION}"
+            )));
+        }
+        let name = names::make(job, submission);
+        let snapshot = self.snapshot(cx, job).await?;
+        let Some(pod) = ranks::rank_zero(&snapshot, &name) else {
+            return Err(Error::not_found(format!(
+                "submission {submission} of job {job} has no rank 0 pod in its current execution"
+            )));
+        };
+        let log = self
+            .cluster
+            .pod_log(
+                cx,
+                &self.settings.namespace,
+                pod.meta.name(),
+                dispatch_kf_model::keys::NODE_CONTAINER,
+                follow,
+            )
+            .await?;
+        Ok(log.boxed())
+    }
+
+    pub(crate) async fn ceased(&self, cx: &CallContext, object: &ObjectRef) -> Result<Cessation> {
+        self.check_open()?;
+        let target = self.target(object)?;
+        let unsupported = || {
+            Error::unsupported(
+                "Ceased needs permission to get Nodes, which the adapter does not have",
+            )
+        };
+        if !self.preflight.nodes_readable {
+            return Err(unsupported());
+        }
+        let snapshot = self.snapshot(cx, &target.job).await?;
+        let node_names = match object.kind {
+            ObjectKind::TrainJob | ObjectKind::JobSet => {
+                ranks::execution_nodes(&snapshot, &object.name)
+            }
+            ObjectKind::Pod => snapshot
+                .pods
+                .iter()
+                .chain(&snapshot.captured_pods)
+                .filter(|p| p.meta.uid() == object.uid)
+                .filter_map(|p| p.node_name.get().map(str::to_owned))
+                .collect(),
+            ObjectKind::TrainingRuntime => Vec::new(),
+        };
+        let nodes = self.cluster.objects(NODE, "");
+        let mut states = Vec::new();
+        for name in node_names {
+            let node = match nodes.get_opt(cx, &name).await {
+                Ok(node) => node,
+                Err(e) if e.is(Kind::Unauthorized) => return Err(unsupported().with_source(e)),
+                Err(e) => return Err(e),
+            };
+            let node = node.map(|n| view(NODE, n));
+            let node = match &node {
+                Some(View::Node(n)) => Some(n),
+                _ => None,
+            };
+            states.push(ranks::node_state(&name, node));
+        }
+        Ok(Cessation { ceased: states.iter().all(|s| s.ceased), nodes: states })
+    }
+}

@@ -1,0 +1,281 @@
+//! Start: the nine steps of `seeds/start-and-render.txt`, "What Start does, in order".
+//!
+//! Its invariant, which the supervisor's records depend on: a refusal (Invalid,
+//! Unsupported, Rejected) leaves no TrainJob behind; Unreachable means no TrainJob was
+//! created; OutcomeUnknown means the TrainJob exists or Find reports the job InFlight.
+
+use std::time::Duration;
+
+use dispatch_core::{
+    CallContext, Error, JobSpec, Kind, ObjectKind, ObjectRef, Result, StartRequest,
+};
+use dispatch_kf_client::resources::{
+    CLUSTER_TRAINING_RUNTIME, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
+};
+use dispatch_kf_client::{RequestClass, is_conflict};
+use dispatch_kf_model::capabilities::Access;
+use dispatch_kf_model::render::extensions;
+use dispatch_kf_model::runtime::{RuntimeKind, RuntimeRef, SourceRuntime};
+use dispatch_kf_model::{Mode, Purpose, Rendered, keys, kueue, readback, render};
+use kube::api::DynamicObject;
+use serde_json::{Value, json};
+
+use crate::{Inner, edge};
+
+/// How often Start looks for the TrainJob's Workload in Kueue mode.
+const WORKLOAD_POLL: Duration = Duration::from_secs(1);
+
+pub(crate) fn to_value(object: &DynamicObject) -> Value {
+    serde_json::to_value(object).unwrap_or(Value::Null)
+}
+
+pub(crate) fn from_value(value: Value) -> Result<DynamicObject> {
+    serde_json::from_value(value)
+        .map_err(|e| Error::invalid(format!("the model made an object kube cannot read: {e}")))
+}
+
+impl Inner {
+    /// Start, step 1: refuses a closed, read-only or observe-only Backend.
+    pub(crate) async fn start(
+        &self,
+        cx: &CallContext,
+        request: &StartRequest,
+    ) -> Result<ObjectRef> {
+        self.check_open()?;
+        match &self.preflight.access {
+            Access::Writable => {}
+            Access::ReadOnly => return Err(Error::read_only("the backend is read-only")),
+            Access::ObserveOnly { missing } => {
+                return Err(Error::unsupported(format!("the backend is observe-only: {missing}")));
+            }
+        }
+        self.start_as(cx, request, Purpose::Job).await
+    }
+
+    /// Steps 2 to 9, for a job or for the preflight probe.
+    pub(crate) async fn start_as(
+        &self,
+        cx: &CallContext,
+        request: &StartRequest,
+        purpose: Purpose,
+    ) -> Result<ObjectRef> {
+        // 2. The runtime the request names, when it names one of the configured runtimes;
+        //    render refuses the rest (3 and 4), before anything is created.
+        let source = match extensions::runtime_ref(&request.spec) {
+            Ok(r) if self.settings.runtimes.contains(&r) => self.read_runtime(cx, &r).await?,
+            _ => None,
+        };
+        let rendered =
+            render(&self.settings, request, source.as_ref(), &edge::token_suffix()?, purpose)?;
+        let name = rendered.train_job["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+
+        // 5. The runtime copy, reused on a retried Start only if nobody owns it and its
+        //    spec is the source's.
+        self.create_copy(cx, &rendered, &name).await?;
+
+        // 6. The TrainJob.
+        let train_jobs = self.cluster.objects(TRAIN_JOB, &self.settings.namespace);
+        let sent = edge::now();
+        let created = match train_jobs.create(cx, &from_value(rendered.train_job.clone())?).await {
+            Ok(created) => created,
+            Err(e) if e.is(Kind::OutcomeUnknown) => {
+                let submission = u32::try_from(request.submission).unwrap_or_default();
+                self.in_flight.mark(
+                    &request.job,
+                    submission,
+                    sent,
+                    self.settings.timeouts.call_bound,
+                );
+                return Err(e.context("the TrainJob's create went unanswered: it may exist, and Find reports the job InFlight"));
+            }
+            Err(e) => {
+                self.delete_copy(cx, &name).await;
+                return Err(e);
+            }
+        };
+        let uid = created.metadata.uid.clone().unwrap_or_default();
+        let object = self.reference(ObjectKind::TrainJob, &name, &uid);
+
+        // 7 to 9: a failure stops the TrainJob, and refuses.
+        match self.confirm(cx, &rendered, &object).await {
+            Ok(()) => Ok(object),
+            Err(cause) => Err(self.stop_refused(cx, cause, object).await),
+        }
+    }
+
+    async fn read_runtime(
+        &self,
+        cx: &CallContext,
+        r: &RuntimeRef,
+    ) -> Result<Option<SourceRuntime>> {
+        let resource = match r.kind {
+            RuntimeKind::TrainingRuntime => TRAINING_RUNTIME,
+            RuntimeKind::ClusterTrainingRuntime => CLUSTER_TRAINING_RUNTIME,
+        };
+        let found =
+            self.cluster.objects(resource, &self.settings.namespace).get_opt(cx, &r.name).await?;
+        found.map(|o| SourceRuntime::from_value(&to_value(&o))).transpose()
+    }
+
+    /// The runtime Capabilities checks for a spec: it must be configured, exist and pass
+    /// the runtime rules.
+    pub(crate) async fn runtime_for_capabilities(
+        &self,
+        cx: &CallContext,
+        spec: &JobSpec,
+    ) -> Result<SourceRuntime> {
+        let r = extensions::runtime_ref(spec)?;
+        let source = if self.settings.runtimes.contains(&r) {
+            self.read_runtime(cx, &r).await?
+        } else {
+            None
+        };
+        let shape = dispatch_kf_model::runtime::rules::JobShape::for_capabilities(
+            spec.nodes,
+            spec.procs_per_node,
+        );
+        dispatch_kf_model::runtime::rules::check(
+            &self.settings.runtimes,
+            &r,
+            source.as_ref(),
+            &shape,
+        )?;
+        source.ok_or_else(|| Error::unsupported(format!("runtime {r} does not exist")))
+    }
+
+    async fn create_copy(&self, cx: &CallContext, rendered: &Rendered, name: &str) -> Result<()> {
+        let copies = self.cluster.objects(TRAINING_RUNTIME, &self.settings.namespace);
+        match copies.create(cx, &from_value(rendered.runtime_copy.clone())?).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is(Kind::OutcomeUnknown) => Err(Error::unreachable(format!(
+                "the runtime copy's create went unanswered, so no TrainJob was created (a retried Start reuses the copy): {}",
+                e.message()
+            ))
+            .with_source(e)),
+            Err(e) if e.is(Kind::Rejected) && !is_conflict(&e) => {
+                let existing = copies.get(cx, name).await?;
+                let owned = existing.metadata.owner_references.as_ref().is_some_and(|o| !o.is_empty());
+                let same = to_value(&existing).get("spec") == rendered.runtime_copy.get("spec");
+                match (owned, same) {
+                    (false, true) => Ok(()),
+                    (true, _) => Err(Error::rejected(format!(
+                        "a runtime copy named {name} exists and is owned: this submission was already started"
+                    ))),
+                    (false, false) => Err(Error::rejected(format!(
+                        "a runtime copy named {name} exists with a spec other than its source runtime's"
+                    ))),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes the runtime copy after a create of its TrainJob failed definitely; a
+    /// failure here leaves an unowned copy that a retried Start reuses.
+    async fn delete_copy(&self, cx: &CallContext, name: &str) {
+        let copies = self.cluster.objects(TRAINING_RUNTIME, &self.settings.namespace);
+        if let Err(e) = copies.delete(cx, name, None).await {
+            tracing::warn!(copy = name, error = %e, "could not delete the runtime copy");
+        }
+    }
+
+    /// Steps 7 to 9.
+    async fn confirm(
+        &self,
+        cx: &CallContext,
+        rendered: &Rendered,
+        object: &ObjectRef,
+    ) -> Result<()> {
+        // 7. The copy's owner is the TrainJob, so deleting the TrainJob collects it.
+        let owner = json!({"metadata": {"ownerReferences": [{
+            "apiVersion": keys::TRAINER_API_VERSION, "kind": keys::KIND_TRAIN_JOB,
+            "name": object.name, "uid": object.uid, "controller": true, "blockOwnerDeletion": true,
+        }]}});
+        let copies = self.cluster.objects(TRAINING_RUNTIME, &self.settings.namespace);
+        if let Err(e) = copies.patch_merge(cx, RequestClass::Write, &object.name, &owner).await {
+            self.delete_copy(cx, &object.name).await;
+            return Err(Error::rejected(format!(
+                "the runtime copy's owner could not be set to the TrainJob: {}",
+                e.message()
+            ))
+            .with_source(e));
+        }
+        // 8. Read back what was written.
+        let held =
+            self.cluster.objects(TRAIN_JOB, &self.settings.namespace).get(cx, &object.name).await?;
+        readback::compare(&rendered.train_job, &to_value(&held), self.settings.mode)?;
+        // 9. Kueue mode: the Workload, gated and checked.
+        if self.settings.mode == Mode::Kueue {
+            self.await_workload(cx, &object.uid).await?;
+        }
+        Ok(())
+    }
+
+    /// Waits up to `timeouts.workload`, looking every second, for the TrainJob's
+    /// Workload to carry dispatch's gate and list the admission check.
+    async fn await_workload(&self, cx: &CallContext, uid: &str) -> Result<()> {
+        let check =
+            self.settings.kueue.as_ref().map(|k| k.admission_check.as_str()).unwrap_or_default();
+        let limit = self.settings.timeouts.workload.to_std().unwrap_or_default();
+        let workloads = self.cluster.objects(WORKLOAD, &self.settings.namespace);
+        let selector = format!("{}={uid}", keys::KUEUE_JOB_UID);
+        let started = tokio::time::Instant::now();
+        let mut last = "Kueue made no Workload for it".to_owned();
+        loop {
+            let found = workloads.list(cx, &selector).await?;
+            for workload in &found.items {
+                match kueue::workload_ready(&to_value(workload), check) {
+                    Ok(()) => return Ok(()),
+                    Err(why) => last = why,
+                }
+            }
+            if started.elapsed() >= limit {
+                return Err(Error::rejected(format!(
+                    "no ready Workload within {}: {last}",
+                    self.settings.timeouts.workload
+                )));
+            }
+            tokio::select! {
+                () = tokio::time::sleep(WORKLOAD_POLL) => {}
+                () = cx.cancel.cancelled() => return Err(waiting_ended()),
+                () = deadline(cx) => return Err(waiting_ended()),
+            }
+        }
+    }
+
+    /// Stops a TrainJob Start is refusing: the refusal carries the reference; a stop
+    /// that fails too makes the outcome unknown.
+    async fn stop_refused(&self, cx: &CallContext, cause: Error, object: ObjectRef) -> Error {
+        if cause.is(Kind::OutcomeUnknown) {
+            return cause.with_object(object);
+        }
+        match self.delete_object(cx, &object).await {
+            // Stopped: nothing is left running, so whatever failed is a refusal.
+            Ok(()) if cause.is(Kind::Rejected) => cause.with_object(object),
+            Ok(()) => Error::rejected(format!("{}; the TrainJob was stopped", cause.message()))
+                .with_source(cause)
+                .with_object(object),
+            Err(stop) => Error::outcome_unknown(format!(
+                "{}; stopping the TrainJob failed too, so it may remain: {}",
+                cause.message(),
+                stop.message()
+            ))
+            .with_source(cause)
+            .with_object(object),
+        }
+    }
+}
+
+fn waiting_ended() -> Error {
+    Error::outcome_unknown(
+        "the call ended while Start waited for the Workload: the stop it would attempt cannot be sent either, so the TrainJob may remain",
+    )
+}
+
+/// Resolves when the call's deadline passes; never when it has none.
+pub(crate) async fn deadline(cx: &CallContext) {
+    match cx.deadline {
+        Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
+        None => std::future::pending().await,
+    }
+}

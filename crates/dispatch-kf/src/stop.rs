@@ -1,0 +1,78 @@
+//! Stop and StopJob (`spec/gates.md`, "Background deletion").
+//!
+//! Stop deletes in the background with a UID precondition: the apiserver removes the
+//! object at once and the garbage collector its dependents afterwards, which are
+//! orphans meanwhile. StopJob waits until nothing of the job remains, deleting orphaned
+//! JobSets, pods and runtime copies itself.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use dispatch_core::{CallContext, Error, JobId, Kind, ObjectRef, Result};
+use dispatch_kf_client::is_conflict;
+
+use crate::refs::resource_of;
+use crate::start::deadline;
+use crate::{Inner, edge};
+
+/// How often StopJob looks again while the job's objects go.
+const STOP_POLL: Duration = Duration::from_secs(1);
+
+impl Inner {
+    /// Stop: deletes the object if it is still the instance the reference names.
+    pub(crate) async fn stop(&self, cx: &CallContext, object: &ObjectRef) -> Result<()> {
+        self.check_writable()?;
+        self.target(object)?;
+        self.delete_object(cx, object).await
+    }
+
+    /// Deletes `object` in the background if its UID still matches; an object already
+    /// gone, or whose name another UID now holds, is success.
+    pub(crate) async fn delete_object(&self, cx: &CallContext, object: &ObjectRef) -> Result<()> {
+        let objects = self.cluster.objects(resource_of(object.kind), &self.settings.namespace);
+        match objects.delete(cx, &object.name, Some(&object.uid)).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.is(Kind::NotFound) || is_conflict(&e) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// StopJob: stops every object of `job` and waits until none remains, or until the
+    /// call's deadline (by default `timeouts.stopJob`) passes: then `Unreachable`.
+    pub(crate) async fn stop_job(&self, cx: &CallContext, job: &JobId) -> Result<()> {
+        self.check_writable()?;
+        let mut cx = cx.clone();
+        if cx.deadline.is_none() {
+            let wait = self.settings.timeouts.stop_job.to_std().unwrap_or_default();
+            cx.deadline = Some(std::time::Instant::now() + wait);
+        }
+        let mut deleted = BTreeSet::new();
+        loop {
+            let snapshot = self.snapshot(&cx, job).await.map_err(|e| e.context("stop-job"))?;
+            let remaining = self.observe(&snapshot, edge::now());
+            if remaining.is_empty() {
+                return Ok(());
+            }
+            for obs in &remaining {
+                if deleted.insert(obs.object.uid.clone()) {
+                    self.delete_object(&cx, &obs.object).await?;
+                }
+            }
+            let names: Vec<String> = remaining
+                .iter()
+                .map(|o| format!("{} {}", o.object.kind.name(), o.object.name))
+                .collect();
+            let waiting = || {
+                Error::unreachable(format!(
+                    "stop-job: the call ended while objects of job {job} remain: {}",
+                    names.join(", ")
+                ))
+            };
+            tokio::select! {
+                () = tokio::time::sleep(STOP_POLL) => {}
+                () = cx.cancel.cancelled() => return Err(waiting()),
+                () = deadline(&cx) => return Err(waiting()),
+            }
+        }
+    }
+}

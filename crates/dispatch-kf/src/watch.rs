@@ -1,0 +1,184 @@
+//! Watch (`seeds/classification.txt`, "Watch"): watches on the namespace's TrainJobs and
+//! JobSets, the job's pods and (Kueue) the Workloads; a Find first, then a Find after
+//! each burst of relevant changes, sending each observation that differs from the last
+//! one sent for its object. The stream ends, without an error, when a watch ends, a
+//! Find fails, the caller's context ends, or the receiver is dropped.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dispatch_core::{CallContext, JobId, ObjectKind, ObjectObs, ObsStream, Result, Watcher};
+use dispatch_kf_client::resources::{JOB_SET, POD, TRAIN_JOB, WORKLOAD};
+use dispatch_kf_client::{Change, Resource, view};
+use dispatch_kf_model::view::View;
+use dispatch_kf_model::{Mode, keys};
+use futures::channel::mpsc;
+use futures::stream::{BoxStream, SelectAll};
+use futures::{SinkExt, StreamExt};
+use kube::api::DynamicObject;
+
+use crate::start::deadline;
+use crate::{Inner, KubeflowBackend};
+
+/// Changes that arrive within this of each other make one Find.
+const COALESCE: Duration = Duration::from_millis(100);
+/// A steady stream of changes still gets a Find at least this often.
+const COALESCE_AT_MOST: Duration = Duration::from_secs(1);
+
+/// One event of the merged watches: a change of a kind, or the end of one watch.
+type Event = Option<(Resource, Change)>;
+
+#[async_trait::async_trait]
+impl Watcher for KubeflowBackend {
+    async fn watch(&self, cx: &CallContext, job: &JobId) -> Result<ObsStream> {
+        self.inner.check_open()?;
+        let watches = self.inner.open_watches(cx, job).await?;
+        let first = self.inner.find(cx, job).await?;
+        let (tx, rx) = mpsc::channel(64);
+        let pump = Pump {
+            inner: self.inner.clone(),
+            cx: cx.clone(),
+            job: job.clone(),
+            sent: HashMap::new(),
+            tx,
+        };
+        tokio::spawn(pump.run(watches, first.objects));
+        Ok(Box::pin(rx))
+    }
+}
+
+impl Inner {
+    /// Opens the watches, each from its collection's current resource version.
+    async fn open_watches(
+        &self,
+        cx: &CallContext,
+        job: &JobId,
+    ) -> Result<SelectAll<BoxStream<'static, Event>>> {
+        let by_label = format!("{}={job}", keys::LABEL_JOB_ID);
+        let mut kinds = vec![(TRAIN_JOB, String::new()), (JOB_SET, String::new()), (POD, by_label)];
+        if self.settings.mode == Mode::Kueue {
+            kinds.push((WORKLOAD, String::new()));
+        }
+        let mut merged = SelectAll::new();
+        for (resource, selector) in kinds {
+            let objects = self.cluster.objects(resource, &self.settings.namespace);
+            let version = objects.current_version(cx, &selector).await?;
+            let changes = objects.watch(cx, &selector, &version).await?;
+            let events = changes
+                .map(move |c| Some((resource, c)))
+                .chain(futures::stream::once(async { None }));
+            merged.push(events.boxed());
+        }
+        Ok(merged)
+    }
+}
+
+struct Pump {
+    inner: Arc<Inner>,
+    cx: CallContext,
+    job: JobId,
+    /// The last observation sent per object, with `seen_at` cleared.
+    sent: HashMap<(ObjectKind, String, String), ObjectObs>,
+    tx: mpsc::Sender<ObjectObs>,
+}
+
+impl Pump {
+    async fn run(
+        mut self,
+        mut watches: SelectAll<BoxStream<'static, Event>>,
+        first: Vec<ObjectObs>,
+    ) {
+        if !self.send_changed(first).await {
+            return;
+        }
+        loop {
+            let Some(Some(event)) = self.next(&mut watches, None).await else { return };
+            let mut relevant = self.absorb(event);
+            // Coalesce a burst: keep reading while changes come close together.
+            let burst = tokio::time::Instant::now();
+            while burst.elapsed() < COALESCE_AT_MOST {
+                match self.next(&mut watches, Some(COALESCE)).await {
+                    None => break,
+                    Some(None) => return,
+                    Some(Some(event)) => relevant |= self.absorb(event),
+                }
+            }
+            if !relevant {
+                continue;
+            }
+            let Ok(found) = self.inner.find(&self.cx, &self.job).await else { return };
+            if !self.send_changed(found.objects).await {
+                return;
+            }
+        }
+    }
+
+    /// The next event: `Some(None)` when a watch ended or the call did; `None` when
+    /// `wait` passed first.
+    async fn next(
+        &self,
+        watches: &mut SelectAll<BoxStream<'static, Event>>,
+        wait: Option<Duration>,
+    ) -> Option<Event> {
+        let timer = async {
+            match wait {
+                Some(w) => tokio::time::sleep(w).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            event = watches.next() => Some(event.flatten()),
+            () = self.cx.cancel.cancelled() => Some(None),
+            () = deadline(&self.cx) => Some(None),
+            () = timer => None,
+        }
+    }
+
+    /// Takes in one change: keeps a deleted pod's evidence, and says whether the change
+    /// is about this job.
+    fn absorb(&mut self, (resource, change): (Resource, Change)) -> bool {
+        let (deleted, object) = match change {
+            Change::Applied(o) => (false, o),
+            Change::Deleted(o) => (true, o),
+        };
+        if resource == POD {
+            if deleted && let View::Pod(pod) = view(POD, object) {
+                self.inner.evidence.capture(&self.job, pod);
+            }
+            return true;
+        }
+        if resource == WORKLOAD {
+            let uid = object.metadata.labels.as_ref().and_then(|l| l.get(keys::KUEUE_JOB_UID));
+            let sent: BTreeSet<&str> = self.sent.keys().map(|(_, _, uid)| uid.as_str()).collect();
+            return uid.is_some_and(|u| sent.contains(u.as_str()));
+        }
+        self.is_of_job(&object)
+    }
+
+    /// A TrainJob or JobSet of this job: by name prefix or job-id label.
+    fn is_of_job(&self, object: &DynamicObject) -> bool {
+        let prefix = format!("dj-{}-s", self.job.to_lowercase());
+        let name = object.metadata.name.as_deref().unwrap_or_default();
+        let label = object.metadata.labels.as_ref().and_then(|l| l.get(keys::LABEL_JOB_ID));
+        name.starts_with(&prefix) || label.is_some_and(|l| l == self.job.as_str())
+    }
+
+    /// Sends each observation that differs from the last one sent for its object;
+    /// `false` when the receiver is gone.
+    async fn send_changed(&mut self, observations: Vec<ObjectObs>) -> bool {
+        for obs in observations {
+            let key = (obs.object.kind, obs.object.name.clone(), obs.object.uid.clone());
+            let mut comparable = obs.clone();
+            comparable.seen_at = jiff::Timestamp::UNIX_EPOCH;
+            if self.sent.get(&key) == Some(&comparable) {
+                continue;
+            }
+            if self.tx.send(obs).await.is_err() {
+                return false;
+            }
+            self.sent.insert(key, comparable);
+        }
+        true
+    }
+}

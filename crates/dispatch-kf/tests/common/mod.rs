@@ -1,0 +1,108 @@
+//! Shared setup for the Backend's end-to-end tests: a simulated cluster with the
+//! Trainer's torch-distributed runtime, GPU nodes and the `training` namespace, and a
+//! Backend made by Factory on it.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::time::Duration;
+
+use dispatch_core::{CallContext, JobId, StartRequest};
+use dispatch_kf::KubeflowBackend;
+use dispatch_kf_client::Cluster;
+use dispatch_kf_model::Settings;
+use dispatch_kf_sim::{Sim, SimOptions};
+use serde_json::{Value, json};
+
+pub const NS: &str = "training";
+
+fn fixture(path: &str) -> Value {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/");
+    serde_json::from_slice(&std::fs::read(format!("{root}{path}")).unwrap()).unwrap()
+}
+
+/// A simulated cluster ready for the adapter.
+pub async fn cluster() -> Sim {
+    let sim = Sim::start(SimOptions::default()).await.unwrap();
+    sim.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})).unwrap();
+    sim.apply(fixture("render/runtime-torch.json")).unwrap();
+    for i in 0..4 {
+        sim.apply(json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": format!("gpu-{i}"), "labels": {"kubernetes.io/hostname": format!("gpu-{i}")}},
+            "status": {"capacity": {"nvidia.com/gpu": "8", "cpu": "96", "memory": "1Ti"},
+                       "allocatable": {"nvidia.com/gpu": "8", "cpu": "96", "memory": "1Ti"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}
+        }))
+        .unwrap();
+    }
+    sim
+}
+
+/// Settings for the simulated cluster, with `extra` merged over them.
+pub fn settings(extra: Value) -> Settings {
+    let mut doc = json!({
+        "name": "kubeflow-sim",
+        "namespace": NS,
+        "runtimes": [{"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}],
+        "timeouts": {"request": "5s", "workload": "2s", "stopJob": "30s", "callBound": "90s"},
+    });
+    if let (Some(doc), Some(extra)) = (doc.as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            doc.insert(k.clone(), v.clone());
+        }
+    }
+    Settings::from_value(&doc).unwrap()
+}
+
+/// A client for `user` on the sim.
+pub async fn connect(sim: &Sim, user: &str) -> Cluster {
+    let kubeconfig =
+        kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml(user).unwrap()).unwrap();
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+    Cluster::from_kube_config(config, Duration::from_secs(5)).unwrap()
+}
+
+/// Factory, as admin, with `settings`.
+pub async fn backend(sim: &Sim, settings: Settings) -> KubeflowBackend {
+    KubeflowBackend::with_cluster(settings, connect(sim, "admin").await, &cx()).await.unwrap()
+}
+
+pub fn cx() -> CallContext {
+    CallContext::background()
+}
+
+/// A context with a deadline, as the hold family needs.
+pub fn hold_cx() -> CallContext {
+    CallContext::with_deadline(std::time::Instant::now() + Duration::from_secs(30))
+}
+
+pub fn job(n: u32) -> JobId {
+    JobId::parse(&format!("01JDQ4V8Z6K3M0B7X2N5R{n:05}")).unwrap()
+}
+
+/// A two-node request of submission `submission` of `job`.
+pub fn request(job: &JobId, submission: i64) -> StartRequest {
+    serde_json::from_value(json!({
+        "job": job.as_str(), "generation": 0, "submission": submission, "attempt": 1,
+        "spec": {
+            "command": ["python", "train.py"], "nodes": 2, "gpusPerNode": 8,
+            "extensions": {
+                "dispatch/Image": {"ref": "ghcr.io/acme/train:1.4"},
+                "kubeflow/RuntimeRef": {"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}
+            }
+        }
+    }))
+    .unwrap()
+}
+
+/// The objects of `plural` in the namespace, as the cluster holds them.
+pub fn names(sim: &Sim, plural: &str) -> Vec<String> {
+    let mut names: Vec<String> = sim
+        .list(plural, NS)
+        .iter()
+        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    names
+}

@@ -1,0 +1,162 @@
+//! Kueue mode on the simulated cluster: the readmission gate's proof decides whether
+//! the Backend writes; with it, Start waits for a gated Workload, and holds live on the
+//! Workload. Also the refusals of an observe-only Backend.
+
+mod common;
+
+use common::*;
+use dispatch_core::{Backend, Capability, Kind, ObjectState};
+use dispatch_kf::KubeflowBackend;
+use dispatch_kf_model::capabilities::Access;
+use dispatch_kf_model::keys;
+use dispatch_kf_sim::{Identity, Rule, Sim};
+use serde_json::json;
+
+fn kueue_settings() -> dispatch_kf_model::Settings {
+    settings(json!({"mode": "kueue", "kueue": {"queue": "team-a"}}))
+}
+
+/// The Kueue objects of the readmission gate, with a Lease renewed now.
+fn install_gate(sim: &Sim, lease_fresh: bool) {
+    sim.apply(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu"},
+        "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "default-flavor",
+            "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "32"}]}]}],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": "dispatch-readmission"}]}}}))
+    .unwrap();
+    sim.apply(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": "team-a", "namespace": NS}, "spec": {"clusterQueue": "gpu"}}))
+        .unwrap();
+    sim.apply(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+        "metadata": {"name": "dispatch-readmission"}, "spec": {"controllerName": keys::GATE_CONTROLLER_NAME},
+        "status": {"conditions": [{"type": "Active", "status": "True", "reason": "Active", "message": "served"}]}}))
+    .unwrap();
+    let renewed =
+        if lease_fresh { jiff::Timestamp::now() } else { "2020-01-01T00:00:00Z".parse().unwrap() };
+    sim.apply(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dispatch-system"}}),
+    )
+    .unwrap();
+    sim.apply(json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "dispatch-readmission-gate", "namespace": "dispatch-system"},
+        "spec": {"holderIdentity": "gate-0", "leaseDurationSeconds": 3600,
+                 "renewTime": renewed.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()}}))
+        .unwrap();
+}
+
+#[tokio::test]
+async fn without_a_proven_gate_kueue_mode_is_observe_only_naming_what_is_missing() {
+    let sim = cluster().await;
+    let b = backend(&sim, kueue_settings()).await;
+    let Access::ObserveOnly { missing } = &b.preflight().access else {
+        panic!("{:?}", b.preflight().access)
+    };
+    assert!(missing.contains("LocalQueue team-a does not exist"), "{missing}");
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Unsupported, "Start on an observe-only adapter");
+    assert!(err.message().contains("observe-only"), "{}", err.message());
+    let object = dispatch_core::ObjectRef {
+        backend: "kubeflow-sim".into(),
+        kind: dispatch_core::ObjectKind::TrainJob,
+        namespace: NS.into(),
+        name: dispatch_kf_model::names::make(&job(1), 1),
+        uid: "u".into(),
+    };
+    assert_eq!(b.stop(&cx(), &object).await.unwrap_err().kind(), Kind::ReadOnly, "any other write");
+    assert_eq!(b.open(&hold_cx(), &object).await.unwrap_err().kind(), Kind::ReadOnly);
+}
+
+#[tokio::test]
+async fn a_stale_lease_is_named_in_the_readmission_gate_reason() {
+    let sim = cluster().await;
+    install_gate(&sim, false);
+    let b = backend(&sim, kueue_settings()).await;
+    let gate = &b.preflight().capabilities[&Capability::ReadmissionGate];
+    assert!(!gate.is_yes());
+    assert!(gate.reason.contains("expired"), "{}", gate.reason);
+}
+
+#[tokio::test]
+async fn with_the_gate_proven_start_waits_for_a_gated_workload_and_holds_go_on_it() {
+    let sim = cluster().await;
+    install_gate(&sim, true);
+    let b = backend(&sim, kueue_settings()).await;
+    assert_eq!(
+        b.preflight().access,
+        Access::Writable,
+        "{:?}",
+        b.preflight().capabilities[&Capability::ReadmissionGate]
+    );
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    let tj = sim.get("trainjobs", NS, &object.name).unwrap();
+    assert_eq!(tj["metadata"]["annotations"][keys::KUEUE_ADMISSION_GATED_BY], keys::START_GATE);
+    assert_eq!(tj["metadata"]["labels"][keys::KUEUE_QUEUE_NAME], "team-a");
+    assert_eq!(b.inspect(&cx(), &object).await.unwrap().state, ObjectState::Gated);
+
+    b.open(&hold_cx(), &object).await.unwrap();
+    let tj = sim.get("trainjobs", NS, &object.name).unwrap();
+    assert!(tj["metadata"]["annotations"].get(keys::KUEUE_ADMISSION_GATED_BY).is_none());
+
+    b.hold(&hold_cx(), &object, 1).await.unwrap();
+    let workload = sim
+        .list("workloads", NS)
+        .into_iter()
+        .find(|w| w["metadata"]["labels"][keys::KUEUE_JOB_UID] == object.uid.as_str())
+        .unwrap();
+    assert_eq!(workload["spec"]["active"], false);
+    assert_eq!(workload["metadata"]["annotations"][keys::ANN_HOLD_INSTANCE], "1");
+    b.release(&hold_cx(), &object, 1).await.unwrap();
+    let workload =
+        sim.get("workloads", NS, workload["metadata"]["name"].as_str().unwrap()).unwrap();
+    assert_eq!(workload["spec"]["active"], true);
+}
+
+#[tokio::test]
+async fn kueue_holds_without_permission_to_update_workloads_are_unsupported() {
+    let sim = cluster().await;
+    install_gate(&sim, true);
+    let mut user = Identity::new("no-workload-updates");
+    for (group, resources) in [
+        ("", &["*"][..]),
+        ("trainer.kubeflow.org", &["*"][..]),
+        ("jobset.x-k8s.io", &["*"][..]),
+        ("coordination.k8s.io", &["*"][..]),
+        ("authorization.k8s.io", &["*"][..]),
+    ] {
+        user = user.allow(Rule::new(&["*"], group, resources));
+    }
+    user = user.allow(Rule::new(&["get", "list", "watch"], "kueue.x-k8s.io", &["*"]));
+    sim.add_identity(user);
+    let b = KubeflowBackend::with_cluster(
+        kueue_settings(),
+        connect(&sim, "no-workload-updates").await,
+        &cx(),
+    )
+    .await
+    .unwrap();
+    assert!(!b.preflight().capabilities[&Capability::Hold].is_yes());
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    let err = b.hold(&hold_cx(), &object, 1).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Unsupported, "{err:?}");
+    assert!(err.message().contains("update Workloads"), "{}", err.message());
+}
+
+#[tokio::test]
+async fn a_missing_read_permission_is_unauthorized_at_factory_naming_it() {
+    let sim = cluster().await;
+    sim.add_identity(Identity::new("blind").allow(Rule::new(
+        &["*"],
+        "trainer.kubeflow.org",
+        &["*"],
+    )));
+    let err =
+        KubeflowBackend::with_cluster(settings(json!({})), connect(&sim, "blind").await, &cx())
+            .await
+            .err()
+            .expect("it cannot observe");
+    assert_eq!(err.kind(), Kind::Unauthorized);
+    assert!(
+        err.message().contains("list pods") && err.message().contains("watch jobsets"),
+        "{}",
+        err.message()
+    );
+}

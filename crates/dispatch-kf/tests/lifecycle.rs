@@ -1,0 +1,163 @@
+//! Open, Hold, Release, Inspect, Stop and StopJob on the simulated cluster, in plain
+//! mode: the hold family's rules of `spec/gates.md` and the reference checks of the
+//! error-mapping page.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use dispatch_core::{Backend, CallContext, Kind, ObjectKind, ObjectRef, ObjectState};
+use dispatch_kf_model::{keys, names};
+use serde_json::json;
+
+async fn started(sim: &dispatch_kf_sim::Sim) -> (dispatch_kf::KubeflowBackend, ObjectRef) {
+    let b = backend(sim, settings(json!({}))).await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    (b, object)
+}
+
+fn admission(sim: &dispatch_kf_sim::Sim, name: &str) -> String {
+    let tj = sim.get("trainjobs", NS, name).unwrap();
+    tj["metadata"]["annotations"][keys::ANN_ADMISSION].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn open_lifts_the_gate_and_counts_the_first_admission() {
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    b.open(&hold_cx(), &object).await.unwrap();
+    let tj = sim.get("trainjobs", NS, &object.name).unwrap();
+    assert_eq!(tj["spec"]["suspend"], false);
+    assert_eq!(admission(&sim, &object.name), "1");
+    sim.settle();
+    let obs = b.inspect(&cx(), &object).await.unwrap();
+    assert_ne!(obs.state, ObjectState::Gated, "{obs:#?}");
+    b.open(&hold_cx(), &object).await.expect("a second Open writes nothing and succeeds");
+}
+
+#[tokio::test]
+async fn the_hold_family_needs_a_deadline() {
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    assert_eq!(b.open(&cx(), &object).await.unwrap_err().kind(), Kind::Invalid);
+    let past = CallContext::with_deadline(std::time::Instant::now() - Duration::from_secs(1));
+    let err = b.hold(&past, &object, 1).await.unwrap_err();
+    assert_eq!(
+        (err.kind(), err.message()),
+        (Kind::Rejected, "the call's deadline passed before the request was sent")
+    );
+}
+
+#[tokio::test]
+async fn a_hold_suspends_and_is_reported_with_its_instance() {
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    b.open(&hold_cx(), &object).await.unwrap();
+    b.hold(&hold_cx(), &object, 1).await.unwrap();
+    sim.settle();
+    let tj = sim.get("trainjobs", NS, &object.name).unwrap();
+    assert_eq!(tj["spec"]["suspend"], true);
+    let obs = b.inspect(&cx(), &object).await.unwrap();
+    assert_eq!((obs.state, obs.hold_instance), (ObjectState::Held, Some(1)), "{obs:#?}");
+    assert!(!obs.admin_held);
+    b.hold(&hold_cx(), &object, 1).await.expect("the same instance again writes nothing");
+    let err = b.hold(&hold_cx(), &object, 2).await.unwrap_err();
+    assert!(err.is_stale_hold() && err.is(Kind::Rejected), "{err:?}");
+    assert_eq!(b.hold(&hold_cx(), &object, 0).await.unwrap_err().kind(), Kind::Invalid);
+}
+
+#[tokio::test]
+async fn release_runs_the_train_job_again_as_a_new_execution() {
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    b.hold(&hold_cx(), &object, 1).await.unwrap();
+    sim.settle();
+    sim.advance(Duration::from_secs(60));
+    b.release(&hold_cx(), &object, 1).await.unwrap();
+    assert_eq!(admission(&sim, &object.name), "2");
+    let tj = sim.get("trainjobs", NS, &object.name).unwrap();
+    assert_eq!(tj["spec"]["suspend"], false);
+    assert!(tj["metadata"]["annotations"].get(keys::ANN_HOLD_INSTANCE).is_none());
+    b.release(&hold_cx(), &object, 1).await.expect("a retried Release writes nothing");
+    assert_eq!(admission(&sim, &object.name), "2", "never raised twice for one Release");
+}
+
+#[tokio::test]
+async fn references_that_are_not_this_adapters_are_refused() {
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    let other_backend = ObjectRef { backend: "slurm".into(), ..object.clone() };
+    assert_eq!(b.inspect(&cx(), &other_backend).await.unwrap_err().kind(), Kind::Invalid);
+    let no_uid = ObjectRef { uid: String::new(), ..object.clone() };
+    assert_eq!(b.inspect(&cx(), &no_uid).await.unwrap_err().kind(), Kind::Invalid);
+    let not_ours = ObjectRef { name: "someone-elses-job".into(), ..object.clone() };
+    assert_eq!(b.inspect(&cx(), &not_ours).await.unwrap_err().kind(), Kind::Invalid);
+    let elsewhere = ObjectRef { namespace: "default".into(), ..object.clone() };
+    assert_eq!(b.inspect(&cx(), &elsewhere).await.unwrap_err().kind(), Kind::NotFound);
+    let stale = ObjectRef { uid: "an-older-instance".into(), ..object.clone() };
+    let err = b.inspect(&cx(), &stale).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::NotFound);
+    assert!(err.message().contains("another UID"), "{}", err.message());
+}
+
+#[tokio::test]
+async fn stop_deletes_the_train_job_and_stopping_it_again_succeeds() {
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    b.stop(&cx(), &object).await.unwrap();
+    assert!(sim.get("trainjobs", NS, &object.name).is_none());
+    b.stop(&cx(), &object).await.expect("an object already gone is stopped");
+    let other_instance = ObjectRef { uid: "another".into(), ..object.clone() };
+    b.stop(&cx(), &other_instance).await.expect("a UID that no longer matches is success");
+}
+
+#[tokio::test]
+async fn stop_job_waits_for_the_orphans_background_deletion_leaves() {
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    sim.set_gc_lag(Duration::from_secs(120));
+    b.stop(&cx(), &object).await.unwrap();
+    let found = b.find(&cx(), &job(1)).await.unwrap();
+    assert!(!found.objects.is_empty(), "orphans remain while the collector lags");
+    assert!(
+        found.objects.iter().all(|o| o.foreign && o.object.kind != ObjectKind::TrainJob),
+        "{:#?}",
+        found.objects
+    );
+
+    let stopping = tokio::spawn({
+        let b = b.clone();
+        async move { b.stop_job(&cx(), &job(1)).await }
+    });
+    while !stopping.is_finished() {
+        sim.advance(Duration::from_secs(30));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    stopping.await.unwrap().unwrap();
+    assert!(b.find(&cx(), &job(1)).await.unwrap().objects.is_empty());
+    assert!(names(&sim, "trainingruntimes").is_empty());
+    assert_eq!(names::parse(&object.name).map(|(_, n)| n), Some(1));
+}
+
+#[tokio::test]
+async fn open_hold_or_release_on_an_orphan_is_rejected() {
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    sim.set_gc_lag(Duration::from_secs(120));
+    b.stop(&cx(), &object).await.unwrap();
+    let orphan = b
+        .find(&cx(), &job(1))
+        .await
+        .unwrap()
+        .objects
+        .into_iter()
+        .next()
+        .expect("the copy is an orphan");
+    let err = b.hold(&hold_cx(), &orphan.object, 1).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+}

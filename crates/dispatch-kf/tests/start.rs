@@ -1,0 +1,162 @@
+//! Start's nine steps against the simulated cluster: what each step's success and
+//! failure leaves in the cluster, read back from the cluster itself.
+
+mod common;
+
+use common::*;
+use dispatch_core::{Backend, Capability, Kind, ObjectState};
+use dispatch_kf_model::capabilities::Access;
+use dispatch_kf_model::names;
+use dispatch_kf_sim::{Fault, FaultAction};
+use serde_json::json;
+
+#[tokio::test]
+async fn factory_on_a_complete_cluster_is_writable_and_its_probe_leaves_nothing() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    assert_eq!(b.preflight().access, Access::Writable);
+    assert!(
+        b.preflight().capabilities[&Capability::Hold].is_yes(),
+        "{:?}",
+        b.preflight().capabilities[&Capability::Hold]
+    );
+    assert!(names(&sim, "trainjobs").is_empty(), "the probe's TrainJob is stopped");
+}
+
+#[tokio::test]
+async fn start_creates_a_gated_train_job_on_an_owned_runtime_copy() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    let name = names::make(&job(1), 1);
+    assert_eq!((object.namespace.as_str(), object.name.as_str()), (NS, name.as_str()));
+    let tj = sim.get("trainjobs", NS, &name).unwrap();
+    assert_eq!(tj["spec"]["suspend"], true);
+    assert_eq!(tj["metadata"]["uid"], object.uid.as_str());
+    let copy = sim.get("trainingruntimes", NS, &name).unwrap();
+    assert_eq!(copy["metadata"]["ownerReferences"][0]["uid"], object.uid.as_str());
+
+    let found = b.find(&cx(), &job(1)).await.unwrap();
+    assert_eq!(found.objects.len(), 1, "{:#?}", found.objects);
+    assert_eq!(found.objects[0].state, ObjectState::Gated);
+    assert_eq!(found.in_flight, None);
+}
+
+#[tokio::test]
+async fn a_plain_start_makes_at_most_six_requests() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    sim.clear_requests();
+    b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    let requests = sim.requests();
+    assert!(requests.len() <= 6, "{} requests: {requests:#?}", requests.len());
+}
+
+#[tokio::test]
+async fn a_refused_request_creates_nothing() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let mut bad = request(&job(1), 1);
+    bad.spec.nodes = 0;
+    let err = b.start(&cx(), &bad).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Invalid, "{err:?}");
+    let mut other = request(&job(1), 1);
+    other.spec.extensions.insert(
+        "kubeflow/RuntimeRef".into(),
+        json!({"kind": "ClusterTrainingRuntime", "name": "not-configured"}),
+    );
+    assert_eq!(b.start(&cx(), &other).await.unwrap_err().kind(), Kind::Unsupported);
+    assert!(names(&sim, "trainjobs").is_empty());
+    assert!(names(&sim, "trainingruntimes").is_empty());
+}
+
+#[tokio::test]
+async fn a_retried_start_over_an_owned_copy_is_rejected() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(err.message().contains("owned"), "{}", err.message());
+    assert_eq!(names(&sim, "trainjobs").len(), 1);
+}
+
+#[tokio::test]
+async fn an_unanswered_copy_create_is_unreachable_and_no_train_job_is_made_then_a_retry_reuses_it()
+{
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    sim.add_fault(Fault::on("create", "trainingruntimes", FaultAction::ResetAfterApply));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+    assert!(names(&sim, "trainjobs").is_empty());
+    assert_eq!(names(&sim, "trainingruntimes").len(), 1, "the copy may exist");
+    b.start(&cx(), &request(&job(1), 1)).await.expect("a retry reuses the unowned copy");
+    assert_eq!(names(&sim, "trainjobs").len(), 1);
+}
+
+#[tokio::test]
+async fn an_unanswered_train_job_create_is_outcome_unknown_and_find_reports_in_flight() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    sim.add_fault(Fault::on("create", "trainjobs", FaultAction::ResetBeforeApply));
+    let err = b.start(&cx(), &request(&job(1), 3)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::OutcomeUnknown, "{err:?}");
+    let found = b.find(&cx(), &job(1)).await.unwrap();
+    assert_eq!(found.in_flight.map(|f| f.submission), Some(3));
+}
+
+#[tokio::test]
+async fn a_train_job_create_refused_definitely_deletes_the_copy() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    sim.add_fault(Fault::on(
+        "create",
+        "trainjobs",
+        Fault::status(422, "Invalid", "spec.trainer: Invalid value"),
+    ));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(names(&sim, "trainjobs").is_empty());
+    assert!(names(&sim, "trainingruntimes").is_empty());
+}
+
+#[tokio::test]
+async fn an_owner_that_cannot_be_set_stops_the_train_job_and_is_rejected() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    sim.add_fault(Fault::on(
+        "patch",
+        "trainingruntimes",
+        Fault::status(500, "InternalError", "etcd"),
+    ));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(err.object().is_some(), "the refusal names the TrainJob it stopped");
+    assert!(names(&sim, "trainjobs").is_empty());
+}
+
+#[tokio::test]
+async fn start_on_a_read_only_backend_is_read_only_and_probes_nothing() {
+    let sim = cluster().await;
+    sim.clear_requests();
+    let b = backend(&sim, settings(json!({"readOnly": true}))).await;
+    assert_eq!(b.preflight().access, Access::ReadOnly);
+    assert!(
+        sim.requests()
+            .iter()
+            .all(|r| r.method == "GET" || r.path.contains("selfsubjectaccessreviews")),
+        "{:#?}",
+        sim.requests()
+    );
+    assert_eq!(b.start(&cx(), &request(&job(1), 1)).await.unwrap_err().kind(), Kind::ReadOnly);
+}
+
+#[tokio::test]
+async fn a_closed_backend_is_unreachable() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    b.close().await;
+    assert_eq!(b.start(&cx(), &request(&job(1), 1)).await.unwrap_err().kind(), Kind::Unreachable);
+    assert_eq!(b.find(&cx(), &job(1)).await.unwrap_err().kind(), Kind::Unreachable);
+}

@@ -1,0 +1,159 @@
+//! The supervisor's rule, as a property over random fault schedules on every request
+//! Start makes (`spec/quality.md`, "Start's invariant"):
+//!
+//! - success: exactly the TrainJob it names exists;
+//! - a refusal (Invalid, Unsupported, Rejected): no TrainJob of the submission is left;
+//! - Unreachable: no TrainJob was created;
+//! - OutcomeUnknown: the TrainJob exists, or Find reports the job InFlight, or the
+//!   TrainJob Start made was deleted by its own stop;
+//! - never two TrainJobs for one submission.
+
+mod common;
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use common::*;
+use dispatch_core::{Backend, Kind};
+use dispatch_kf::KubeflowBackend;
+use dispatch_kf_client::Cluster;
+use dispatch_kf_model::names;
+use dispatch_kf_sim::{Fault, FaultAction, RequestRecord, Sim};
+use proptest::prelude::*;
+use serde_json::json;
+
+/// Every request Start can make, as (verb, resource).
+const REQUESTS: [(&str, &str); 8] = [
+    ("get", "clustertrainingruntimes"),
+    ("create", "trainingruntimes"),
+    ("get", "trainingruntimes"),
+    ("delete", "trainingruntimes"),
+    ("create", "trainjobs"),
+    ("patch", "trainingruntimes"),
+    ("get", "trainjobs"),
+    ("delete", "trainjobs"),
+];
+
+fn action() -> impl Strategy<Value = FaultAction> {
+    prop_oneof![
+        3 => Just(FaultAction::ResetBeforeApply),
+        3 => Just(FaultAction::ResetAfterApply),
+        2 => Just(Fault::status(409, "Conflict", "the object has been modified")),
+        2 => Just(Fault::status(422, "Invalid", "spec: Invalid value")),
+        2 => Just(Fault::status(500, "InternalError", "etcd leader changed")),
+        1 => Just(Fault::status(403, "Forbidden", "forbidden")),
+        1 => Just(FaultAction::Delay(Duration::from_millis(1500))),
+    ]
+}
+
+fn schedule() -> impl Strategy<Value = Vec<Fault>> {
+    let fault = (0..REQUESTS.len(), prop_oneof![3 => Just(1u32), 1 => Just(2u32)], action())
+        .prop_map(|(i, nth, action)| {
+            let (verb, resource) = REQUESTS[i];
+            Fault::on(verb, resource, action).nth(nth)
+        });
+    proptest::collection::vec(fault, 1..4)
+}
+
+struct World {
+    runtime: tokio::runtime::Runtime,
+    sim: Sim,
+    backend: KubeflowBackend,
+}
+
+/// One cluster and one Backend for every case: each case starts a job of its own.
+fn world() -> &'static World {
+    static WORLD: OnceLock<World> = OnceLock::new();
+    WORLD.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        let (sim, backend) = runtime.block_on(async {
+            let sim = cluster().await;
+            let kubeconfig =
+                kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml("admin").unwrap())
+                    .unwrap();
+            let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                .await
+                .unwrap();
+            let client = Cluster::from_kube_config(config, Duration::from_secs(1)).unwrap();
+            let backend =
+                KubeflowBackend::with_cluster(settings(json!({})), client, &cx()).await.unwrap();
+            (sim, backend)
+        });
+        World { runtime, sim, backend }
+    })
+}
+
+fn took_effect(records: &[RequestRecord], verb: &str, resource: &str, name: &str) -> bool {
+    records.iter().any(|r| r.verb == verb && r.resource == resource && r.name == name && r.effect)
+}
+
+fn created_train_job(records: &[RequestRecord], name: &str) -> bool {
+    // A create carries its name in the body, not the path: the log names it after the fact.
+    records.iter().any(|r| {
+        r.verb == "create"
+            && r.resource == "trainjobs"
+            && r.effect
+            && (r.name == name || r.name.is_empty())
+    })
+}
+
+static NEXT_JOB: AtomicU32 = AtomicU32::new(1000);
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn start_never_leaves_a_job_half_made_or_running_twice(faults in schedule()) {
+        let w = world();
+        let job = job(NEXT_JOB.fetch_add(1, Ordering::Relaxed));
+        let name = names::make(&job, 1);
+        w.sim.clear_faults();
+        w.sim.clear_requests();
+        for fault in faults.clone() {
+            w.sim.add_fault(fault.named_or_any(&name));
+        }
+        let result = w.runtime.block_on(w.backend.start(&cx(), &request(&job, 1)));
+        w.sim.clear_faults();
+        let records = w.sim.requests();
+        let exists = w.sim.get("trainjobs", NS, &name);
+        let count = w.sim.list("trainjobs", NS).iter().filter(|t| t["metadata"]["name"] == name.as_str()).count();
+        prop_assert!(count <= 1);
+        match &result {
+            Ok(object) => {
+                let uid = exists.as_ref().map(|t| t["metadata"]["uid"].clone());
+                prop_assert_eq!(uid, Some(json!(object.uid)), "success names the TrainJob that exists");
+            }
+            Err(e) if e.is_refusal() => {
+                prop_assert!(exists.is_none(), "a refusal ({:?}) left the TrainJob: {:?}; faults {:?}", e, records, faults);
+            }
+            Err(e) if e.is(Kind::Unreachable) => {
+                prop_assert!(!created_train_job(&records, &name), "Unreachable after a TrainJob was created: {:?}", e);
+                prop_assert!(exists.is_none());
+            }
+            Err(e) if e.is(Kind::OutcomeUnknown) => {
+                let in_flight = w.runtime.block_on(w.backend.find(&cx(), &job)).map(|d| d.in_flight.is_some()).unwrap_or(false);
+                let stopped = took_effect(&records, "delete", "trainjobs", &name);
+                prop_assert!(exists.is_some() || in_flight || stopped, "OutcomeUnknown with nothing to show for it: {:?}", e);
+            }
+            Err(e) => {
+                // Unauthorized and NotFound: the supervisor treats them as unknown outcomes.
+                prop_assert!(matches!(e.kind(), Kind::Unauthorized | Kind::NotFound), "{:?}", e);
+            }
+        }
+    }
+}
+
+/// Faults on named requests match this case's objects only; creates carry no name in
+/// their path, and the source runtime is shared, so those match any.
+trait NamedOrAny {
+    fn named_or_any(self, name: &str) -> Fault;
+}
+
+impl NamedOrAny for Fault {
+    fn named_or_any(self, name: &str) -> Fault {
+        let unnamed = self.verb.as_deref() == Some("create")
+            || self.resource.as_deref() == Some("clustertrainingruntimes");
+        if unnamed { self } else { self.named(name) }
+    }
+}

@@ -1,0 +1,148 @@
+//! Stories a user of the supervisor lives through, on the simulated cluster: a rank
+//! runs out of memory; a node is lost under a running job; rank 0's log is read.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use dispatch_core::{
+    Backend, CauseKind, CessationSignal, Kind, ObjectState, OutputStream, Provenance, Watcher,
+};
+use dispatch_kf::KubeflowBackend;
+use dispatch_kf_model::keys;
+use dispatch_kf_sim::{Identity, Rule, Sim};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+/// A job started, opened and running on the cluster; its pods, rank 0 first.
+async fn running(sim: &Sim, b: &KubeflowBackend) -> (dispatch_core::ObjectRef, Vec<Value>) {
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    let mut pods: Vec<Value> = sim
+        .list("pods", NS)
+        .into_iter()
+        .filter(|p| p["metadata"]["labels"][keys::JOBSET_NAME] == object.name.as_str())
+        .collect();
+    pods.sort_by_key(|p| {
+        p["metadata"]["labels"][keys::JOB_COMPLETION_INDEX].as_str().unwrap_or("").to_owned()
+    });
+    assert_eq!(pods.len(), 2, "two nodes, two ranks");
+    (object, pods)
+}
+
+fn name(pod: &Value) -> String {
+    pod["metadata"]["name"].as_str().unwrap().to_owned()
+}
+
+async fn until(
+    stream: &mut dispatch_core::ObsStream,
+    done: impl Fn(&dispatch_core::ObjectObs) -> bool,
+) -> dispatch_core::ObjectObs {
+    loop {
+        let obs = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .expect("the observation comes")
+            .expect("the stream is open");
+        if done(&obs) {
+            return obs;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_rank_out_of_memory_ends_the_job_with_that_cause_naming_the_rank() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let (object, pods) = running(&sim, &b).await;
+    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    let first = until(&mut stream, |_| true).await;
+    assert_eq!(first.state, ObjectState::Running);
+
+    assert!(sim.oom(NS, &name(&pods[1])));
+    sim.settle();
+    let ended = until(&mut stream, |o| o.state == ObjectState::Ended).await;
+    assert_eq!(ended.object.uid, object.uid);
+    assert_eq!(ended.cause.kind, CauseKind::OutOfMemory, "{:#?}", ended.cause);
+    assert_eq!(ended.cause.provenance, Some(Provenance::Scheduler));
+    assert!(
+        ended.cause.detail.starts_with(&format!("pod {}:", name(&pods[1]))),
+        "{}",
+        ended.cause.detail
+    );
+}
+
+#[tokio::test]
+async fn a_lost_node_is_node_lost_and_ceases_once_tainted_out_of_service() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let (object, pods) = running(&sim, &b).await;
+    let node = pods[0]["spec"]["nodeName"].as_str().unwrap().to_owned();
+    assert!(sim.lose_node(&node));
+    sim.settle();
+    let obs = b.inspect(&cx(), &object).await.unwrap();
+    assert_eq!(
+        (obs.state, obs.cause.kind),
+        (ObjectState::Running, CauseKind::NodeLost),
+        "{obs:#?}"
+    );
+    let cessation = b.ceased(&cx(), &object).await.unwrap();
+    assert!(!cessation.ceased, "{cessation:#?}");
+    assert!(
+        cessation.nodes.iter().any(|n| n.node == node && n.state == "Ready=Unknown"),
+        "{cessation:#?}"
+    );
+
+    assert!(sim.taint_out_of_service(&node));
+    for other in cessation.nodes.iter().filter(|n| n.node != node) {
+        sim.taint_out_of_service(&other.node);
+    }
+    sim.settle();
+    let cessation = b.ceased(&cx(), &object).await.unwrap();
+    assert!(cessation.ceased, "{cessation:#?}");
+}
+
+#[tokio::test]
+async fn ceased_without_permission_to_get_nodes_is_unsupported() {
+    let sim = cluster().await;
+    let mut limited = Identity::new("no-nodes");
+    for group in
+        ["", "trainer.kubeflow.org", "jobset.x-k8s.io", "kueue.x-k8s.io", "authorization.k8s.io"]
+    {
+        let resources: &[&str] =
+            if group.is_empty() { &["pods", "pods/log", "namespaces"] } else { &["*"] };
+        limited = limited.allow(Rule::new(&["*"], group, resources));
+    }
+    sim.add_identity(limited);
+    let b =
+        KubeflowBackend::with_cluster(settings(json!({})), connect(&sim, "no-nodes").await, &cx())
+            .await
+            .unwrap();
+    assert!(!b.preflight().nodes_readable);
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    assert_eq!(b.ceased(&cx(), &object).await.unwrap_err().kind(), Kind::Unsupported);
+}
+
+#[tokio::test]
+async fn output_is_rank_zeros_log_of_the_current_execution() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let gated = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    let err = b.output(&cx(), &job(1), 1, OutputStream::Stdout, false).await.err().unwrap();
+    assert_eq!(err.kind(), Kind::NotFound, "a gated job has no rank 0 pod: {err:?}");
+    b.open(&hold_cx(), &gated).await.unwrap();
+    sim.settle();
+    let rank0 = sim
+        .list("pods", NS)
+        .into_iter()
+        .find(|p| p["metadata"]["labels"][keys::JOB_COMPLETION_INDEX] == "0")
+        .unwrap();
+    sim.set_log(NS, &name(&rank0), "step 1 loss 2.31\nstep 2 loss 2.07\n");
+    let chunks: Vec<_> =
+        b.output(&cx(), &job(1), 1, OutputStream::Stdout, false).await.unwrap().collect().await;
+    let text: Vec<u8> = chunks.into_iter().flat_map(Result::unwrap).collect();
+    assert_eq!(String::from_utf8(text).unwrap(), "step 1 loss 2.31\nstep 2 loss 2.07\n");
+    let err = b.output(&cx(), &job(1), 1, OutputStream::Stderr, false).await.err().unwrap();
+    assert_eq!(err.kind(), Kind::Unsupported);
+}

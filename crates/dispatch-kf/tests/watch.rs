@@ -1,0 +1,104 @@
+//! Watch on the simulated cluster: every object first, then each change; bursts make
+//! one Find; deleted pods leave their evidence while a Watch is open.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use dispatch_core::{Backend, ObjectState, Watcher};
+use futures::StreamExt;
+use serde_json::json;
+
+async fn next_obs(stream: &mut dispatch_core::ObsStream) -> dispatch_core::ObjectObs {
+    tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("an observation comes")
+        .expect("the stream is open")
+}
+
+#[tokio::test]
+async fn watch_sends_every_object_then_each_change() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    let first = next_obs(&mut stream).await;
+    assert_eq!(
+        (first.object.name.as_str(), first.state),
+        (object.name.as_str(), ObjectState::Gated)
+    );
+    b.open(&hold_cx(), &object).await.unwrap();
+    let next = next_obs(&mut stream).await;
+    assert_eq!(next.object.uid, object.uid);
+    assert_ne!(next.state, ObjectState::Gated, "{next:#?}");
+}
+
+#[tokio::test]
+async fn a_burst_of_changes_makes_one_find() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    next_obs(&mut stream).await;
+    sim.clear_requests();
+    for i in 0..50 {
+        let mut tj = sim.get("trainjobs", NS, &object.name).unwrap();
+        tj["metadata"]["annotations"]["example.com/touch"] = json!(i.to_string());
+        sim.apply(tj).unwrap();
+    }
+    // Give the Backend time to take in the burst and make its Finds (a Find per burst,
+    // at least one a second under a steady stream), then count them.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let finds = sim
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.method == "GET" && r.path.ends_with("/trainjobs") && r.query.contains("job-id")
+        })
+        .count();
+    assert_eq!(finds, 1, "one Find for a burst of 50 changes");
+}
+
+#[tokio::test]
+async fn a_watch_ends_cleanly_when_the_server_closes_it() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    next_obs(&mut stream).await;
+    sim.close_watches();
+    let end = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("the stream ends");
+    assert!(end.is_none());
+}
+
+#[tokio::test]
+async fn pods_deleted_while_watched_stay_evidence() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    let running = b.inspect(&cx(), &object).await.unwrap();
+    let execution = running.execution.expect("the pods count towards an execution");
+
+    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    next_obs(&mut stream).await;
+    b.hold(&hold_cx(), &object, 1).await.unwrap();
+    sim.settle();
+    sim.advance(Duration::from_secs(60));
+    let held = next_obs(&mut stream).await;
+    assert_eq!(held.state, ObjectState::Held);
+    let pods_left = sim.list("pods", NS).len();
+    assert_eq!(pods_left, 0, "holding suspends the JobSet, whose pods go");
+    // Let the pods' deletions reach the stream, then look again.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = b.inspect(&cx(), &object).await.unwrap();
+    assert_eq!(
+        after.execution,
+        Some(execution),
+        "the captured pods still say which execution it was"
+    );
+}
