@@ -270,6 +270,23 @@ impl Sim {
         self.shared.lock().slow_termination = on;
     }
 
+    /// Installs a mutating admission webhook: every object of `plural` created from now
+    /// on passes through `mutate` after admission, as a real cluster's webhooks (a
+    /// policy engine adding a label, say) change what a client wrote.
+    pub fn add_mutating_webhook(
+        &self,
+        plural: &str,
+        mutate: impl Fn(&mut Value) + Send + Sync + 'static,
+    ) {
+        self.shared.lock().webhooks.push((plural.to_string(), std::sync::Arc::new(mutate)));
+    }
+
+    /// Kueue's `manageJobsWithoutQueueName`: when on, every TrainJob gets a Workload,
+    /// labelled with a queue or not (one without a queue stays inadmissible).
+    pub fn set_kueue_manages_jobs_without_queue_name(&self, on: bool) {
+        self.shared.lock().manage_jobs_without_queue_name = on;
+    }
+
     /// Sets the garbage collector's lag.
     pub fn set_gc_lag(&self, lag: Duration) {
         self.shared.lock().gc_lag = lag;

@@ -40,8 +40,12 @@ pub struct RequestRecord {
 /// Characters the apiserver uses for generated name suffixes.
 const SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
+/// A mutating admission webhook: what it changes in an object of its resource at create.
+pub(crate) type Webhook = (String, std::sync::Arc<dyn Fn(&mut serde_json::Value) + Send + Sync>);
+
 pub(crate) struct State {
     pub(crate) store: Store,
+    pub(crate) webhooks: Vec<Webhook>,
     pub(crate) now: Timestamp,
     pub(crate) identities: Vec<Identity>,
     pub(crate) faults: Vec<Slot>,
@@ -55,6 +59,7 @@ pub(crate) struct State {
     pub(crate) auto_settle: bool,
     pub(crate) anonymous: Option<String>,
     pub(crate) slow_termination: bool,
+    pub(crate) manage_jobs_without_queue_name: bool,
     pub(crate) log_tx: tokio::sync::broadcast::Sender<crate::logs::Chunk>,
 }
 
@@ -62,6 +67,7 @@ impl State {
     pub(crate) fn new(start: Timestamp, seed: u64) -> Self {
         Self {
             store: Store::new(),
+            webhooks: Vec::new(),
             now: start,
             identities: Vec::new(),
             faults: Vec::new(),
@@ -75,6 +81,7 @@ impl State {
             auto_settle: true,
             anonymous: None,
             slow_termination: false,
+            manage_jobs_without_queue_name: false,
             log_tx: tokio::sync::broadcast::channel(1024).0,
         }
     }

@@ -127,6 +127,11 @@ pub(crate) fn create(
         let kueue = !state.unserved.contains(crate::controllers::kueue::GROUP_VERSION);
         admission::trainjob(res, None, &mut obj, &now, kueue, runtime_check(state, &req.ns))?;
     }
+    for (plural, mutate) in &state.webhooks {
+        if plural == res.plural {
+            mutate(&mut obj);
+        }
+    }
     obj["apiVersion"] = json!(res.api_version());
     obj["kind"] = json!(res.kind);
     let uid = state.next_uid();

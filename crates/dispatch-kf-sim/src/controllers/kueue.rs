@@ -59,7 +59,8 @@ pub(crate) fn run(state: &mut State) {
     let tjs: Vec<Value> =
         state.store.list(id("trainjobs"), "").into_iter().map(|(_, v)| v.clone()).collect();
     for tj in tjs.iter().filter(|t| !deleting(t)) {
-        if tj.pointer(&format!("/metadata/labels/{}", QUEUE_NAME.replace('/', "~1"))).is_some() {
+        let queued = tj.pointer(&format!("/metadata/labels/{}", QUEUE_NAME.replace('/', "~1")));
+        if queued.is_some() || state.manage_jobs_without_queue_name {
             ensure_workload(state, tj);
         }
     }
