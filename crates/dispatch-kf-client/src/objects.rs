@@ -191,6 +191,25 @@ impl Objects<'_> {
             .await
     }
 
+    /// Applies a JSON patch (RFC 6902) to `name`: `patch` is the array of operations.
+    /// Its `test` operations make the write conditional on what the object holds.
+    pub async fn patch_json(
+        &self,
+        cx: &CallContext,
+        class: RequestClass,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<DynamicObject> {
+        let what = self.what("patch", name);
+        let ops: json_patch::Patch = serde_json::from_value(patch.clone())
+            .map_err(|e| Error::invalid(format!("{what}: the JSON patch is malformed: {e}")))?;
+        self.cluster
+            .call(cx, class, &what, |c| async move {
+                self.api(c).patch(name, &PatchParams::default(), &Patch::Json::<()>(ops)).await
+            })
+            .await
+    }
+
     /// Deletes `name` in the background (the garbage collector removes its dependents
     /// afterwards), only if its UID is still `uid` when one is given. A missing object
     /// is `NotFound`; a UID that no longer matches is a conflict (`Rejected`).

@@ -306,3 +306,24 @@ async fn cluster_scoped_kinds_ignore_the_namespace() {
     runtimes.create(&cx(), &rt).await.unwrap();
     assert!(runtimes.get(&cx(), "torch").await.is_ok());
 }
+
+#[tokio::test]
+async fn a_json_patch_applies_and_its_failed_test_is_rejected() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let cms = c.objects(CONFIG_MAP, NS);
+    let created = cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
+    let uid = created.metadata.uid.clone().unwrap();
+    let patch = json!([
+        {"op": "test", "path": "/metadata/uid", "value": uid},
+        {"op": "add", "path": "/data", "value": {"k": "v"}},
+    ]);
+    let patched = cms.patch_json(&cx(), RequestClass::Write, "a", &patch).await.unwrap();
+    assert_eq!(patched.data["data"]["k"], "v");
+    let stale = json!([{"op": "test", "path": "/metadata/uid", "value": "another"}]);
+    let err = cms.patch_json(&cx(), RequestClass::Write, "a", &stale).await.unwrap_err();
+    assert!(err.is_refusal(), "{err:?}");
+    let malformed = json!([{"op": "frobnicate"}]);
+    let err = cms.patch_json(&cx(), RequestClass::Write, "a", &malformed).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Invalid);
+}
