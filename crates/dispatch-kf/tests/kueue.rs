@@ -160,3 +160,71 @@ async fn a_missing_read_permission_is_unauthorized_at_factory_naming_it() {
         err.message()
     );
 }
+
+#[tokio::test]
+async fn a_workload_that_never_gets_the_check_stops_the_train_job_and_is_rejected() {
+    let sim = cluster().await;
+    install_gate(&sim, true);
+    let b = backend(&sim, kueue_settings()).await;
+    assert_eq!(b.preflight().access, Access::Writable);
+    // The ClusterQueue stops listing dispatch's check: new Workloads never carry it.
+    let mut cq = sim.list("clusterqueues", "").into_iter().next().unwrap();
+    cq["spec"]["admissionChecksStrategy"] = json!({"admissionChecks": []});
+    sim.apply(cq).unwrap();
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(
+        err.message().contains("does not list admission check dispatch-readmission"),
+        "{}",
+        err.message()
+    );
+    assert!(names(&sim, "trainjobs").is_empty(), "the TrainJob is stopped");
+}
+
+#[tokio::test]
+async fn plain_mode_where_kueue_manages_queue_less_jobs_is_unsupported() {
+    let sim = cluster().await;
+    sim.set_kueue_manages_jobs_without_queue_name(true);
+    let err =
+        KubeflowBackend::with_cluster(settings(json!({})), connect(&sim, "admin").await, &cx())
+            .await
+            .err()
+            .expect("plain mode would fight Kueue over spec.suspend");
+    assert_eq!(err.kind(), Kind::Unsupported);
+    assert!(err.message().contains("set mode to kueue"), "{}", err.message());
+    assert!(names(&sim, "trainjobs").is_empty(), "the probe's TrainJob is stopped");
+}
+
+#[tokio::test]
+async fn kueue_holds_on_a_train_job_without_a_workload_are_rejected() {
+    let sim = cluster().await;
+    install_gate(&sim, true);
+    let b = backend(&sim, kueue_settings()).await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    sim.set_auto_settle(false);
+    for workload in sim.list("workloads", NS) {
+        let name = workload["metadata"]["name"].as_str().unwrap().to_owned();
+        sim.delete("workloads", NS, &name, dispatch_kf_sim::Propagation::Background);
+    }
+    let err = b.hold(&hold_cx(), &object, 1).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(err.message().contains("has no Workload"), "{}", err.message());
+}
+
+#[tokio::test]
+async fn a_call_that_ends_while_start_waits_for_the_workload_is_outcome_unknown() {
+    let sim = cluster().await;
+    install_gate(&sim, true);
+    let settings = settings(json!({"mode": "kueue", "kueue": {"queue": "team-a"},
+        "timeouts": {"request": "5s", "workload": "60s", "stopJob": "30s", "callBound": "90s"}}));
+    let b = backend(&sim, settings).await;
+    let mut cq = sim.list("clusterqueues", "").into_iter().next().unwrap();
+    cq["spec"]["admissionChecksStrategy"] = json!({"admissionChecks": []});
+    sim.apply(cq).unwrap();
+    let short = dispatch_core::CallContext::with_deadline(
+        std::time::Instant::now() + std::time::Duration::from_millis(1500),
+    );
+    let err = b.start(&short, &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::OutcomeUnknown, "{err:?}");
+    assert!(err.message().contains("may remain"), "{}", err.message());
+}

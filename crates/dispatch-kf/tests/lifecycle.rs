@@ -161,3 +161,18 @@ async fn open_hold_or_release_on_an_orphan_is_rejected() {
     let err = b.hold(&hold_cx(), &orphan.object, 1).await.unwrap_err();
     assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
 }
+
+#[tokio::test]
+async fn stop_job_whose_call_ends_while_objects_remain_is_unreachable() {
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    // The pods ignore SIGTERM: they stay Terminating until their grace period passes on
+    // the virtual clock, which this test never advances.
+    sim.set_slow_termination(true);
+    let short = CallContext::with_deadline(std::time::Instant::now() + Duration::from_millis(1500));
+    let err = b.stop_job(&short, &job(1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+    assert!(err.message().contains("remain"), "{}", err.message());
+}

@@ -160,3 +160,35 @@ async fn a_closed_backend_is_unreachable() {
     assert_eq!(b.start(&cx(), &request(&job(1), 1)).await.unwrap_err().kind(), Kind::Unreachable);
     assert_eq!(b.find(&cx(), &job(1)).await.unwrap_err().kind(), Kind::Unreachable);
 }
+
+#[tokio::test]
+async fn a_train_job_changed_on_read_back_is_stopped_and_rejected_naming_the_difference() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    // A policy webhook rewrites the submission label of every TrainJob created.
+    sim.add_mutating_webhook("trainjobs", |tj| {
+        tj["metadata"]["labels"]["dispatch.phpboyscout.uk/submission"] = json!("7");
+    });
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(err.message().contains("dispatch.phpboyscout.uk/submission"), "{}", err.message());
+    assert!(err.object().is_some(), "the refusal names the TrainJob it stopped");
+    assert!(names(&sim, "trainjobs").is_empty(), "the changed TrainJob is stopped");
+}
+
+#[tokio::test]
+async fn kueue_mode_on_a_cluster_that_does_not_serve_kueue_is_unsupported() {
+    let opts = dispatch_kf_sim::SimOptions {
+        unserved: vec!["kueue.x-k8s.io/v1beta2".into()],
+        ..dispatch_kf_sim::SimOptions::default()
+    };
+    let sim = dispatch_kf_sim::Sim::start(opts).await.unwrap();
+    let settings = settings(json!({"mode": "kueue", "kueue": {"queue": "team-a"}}));
+    let err =
+        dispatch_kf::KubeflowBackend::with_cluster(settings, connect(&sim, "admin").await, &cx())
+            .await
+            .err()
+            .expect("Kueue is required in Kueue mode");
+    assert_eq!(err.kind(), Kind::Unsupported);
+    assert!(err.message().contains("kueue.x-k8s.io/v1beta2"), "{}", err.message());
+}

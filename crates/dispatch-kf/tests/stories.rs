@@ -146,3 +146,95 @@ async fn output_is_rank_zeros_log_of_the_current_execution() {
     let err = b.output(&cx(), &job(1), 1, OutputStream::Stderr, false).await.err().unwrap();
     assert_eq!(err.kind(), Kind::Unsupported);
 }
+
+/// A runtime whose JobSet restarts once on failure (JobSet's failurePolicy).
+fn restarting_runtime() -> Value {
+    let mut runtime = dispatch_kf_sim::torch_distributed();
+    runtime["metadata"]["name"] = json!("torch-restarting");
+    runtime["spec"]["template"]["spec"]["failurePolicy"] = json!({"maxRestarts": 1});
+    runtime
+}
+
+#[tokio::test]
+async fn a_jobset_restart_is_a_new_execution_with_j_raised() {
+    let sim = cluster().await;
+    sim.apply(restarting_runtime()).unwrap();
+    let b = backend(
+        &sim,
+        settings(
+            json!({"runtimes": [{"kind": "ClusterTrainingRuntime", "name": "torch-restarting"}]}),
+        ),
+    )
+    .await;
+    let mut req = request(&job(1), 1);
+    req.spec.extensions.insert(
+        "kubeflow/RuntimeRef".into(),
+        json!({"kind": "ClusterTrainingRuntime", "name": "torch-restarting"}),
+    );
+    let object = b.start(&cx(), &req).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    let first = b.inspect(&cx(), &object).await.unwrap().execution.unwrap();
+    assert_eq!((first.admission, first.restart_attempt), (1, 0));
+    let rank1 = sim
+        .list("pods", NS)
+        .into_iter()
+        .find(|p| p["metadata"]["labels"][keys::JOB_COMPLETION_INDEX] == "1")
+        .unwrap();
+    assert!(sim.exit(NS, &name(&rank1), 1));
+    sim.settle();
+    sim.advance(Duration::from_secs(60));
+    let after = b.inspect(&cx(), &object).await.unwrap();
+    let second = after.execution.unwrap();
+    assert_eq!((second.admission, second.restart_attempt, second.index), (1, 1, 2), "{after:#?}");
+    assert_eq!(after.state, ObjectState::Running);
+}
+
+#[tokio::test]
+async fn pods_carry_the_admission_count_and_read_it_from_their_environment() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let (object, pods) = running(&sim, &b).await;
+    for pod in &pods {
+        assert_eq!(pod["metadata"]["annotations"][keys::ANN_ADMISSION], "1");
+        let env = pod["spec"]["containers"][0]["env"].as_array().unwrap();
+        let admission = env.iter().find(|e| e["name"] == "DISPATCH_K8S_ADMISSION").unwrap();
+        assert_eq!(
+            admission["valueFrom"]["fieldRef"]["fieldPath"],
+            "metadata.annotations['dispatch.phpboyscout.uk/admission']"
+        );
+    }
+    b.hold(&hold_cx(), &object, 1).await.unwrap();
+    sim.settle();
+    sim.advance(Duration::from_secs(60));
+    b.release(&hold_cx(), &object, 1).await.unwrap();
+    sim.settle();
+    let again: Vec<Value> = sim
+        .list("pods", NS)
+        .into_iter()
+        .filter(|p| p["metadata"]["labels"][keys::JOBSET_NAME] == object.name.as_str())
+        .collect();
+    assert_eq!(again.len(), 2);
+    assert!(again.iter().all(|p| p["metadata"]["annotations"][keys::ANN_ADMISSION] == "2"));
+}
+
+#[tokio::test]
+async fn pods_deleted_while_nobody_watched_leave_no_evidence() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let (object, pods) = running(&sim, &b).await;
+    assert!(sim.oom(NS, &name(&pods[1])));
+    sim.settle();
+    assert_eq!(b.inspect(&cx(), &object).await.unwrap().cause.kind, CauseKind::OutOfMemory);
+    for pod in &pods {
+        sim.delete("pods", NS, &name(pod), dispatch_kf_sim::Propagation::Background);
+    }
+    sim.settle();
+    let gone = b.inspect(&cx(), &object).await.unwrap();
+    assert_eq!(
+        (gone.state, gone.cause.kind),
+        (ObjectState::Ended, CauseKind::Unknown),
+        "{gone:#?}"
+    );
+    assert!(gone.cause.detail.ends_with("no pod evidence was captured"), "{}", gone.cause.detail);
+}
