@@ -86,15 +86,8 @@ impl Objects<'_> {
         cx: &CallContext,
         selector: &str,
     ) -> Result<ObjectList<DynamicObject>> {
-        let what = self.what("list", &format!("-l {selector:?}"));
         let params = ListParams::default().labels(selector);
-        self.restarting(|| {
-            self.cluster.call(cx, RequestClass::Read, &what, |c| {
-                let params = params.clone();
-                async move { self.api(c).list(&params).await }
-            })
-        })
-        .await
+        self.listing(cx, "list", selector, params, |api, p| async move { api.list(&p).await }).await
     }
 
     /// Lists only the metadata of the objects matching `selector`, restarting as
@@ -104,13 +97,9 @@ impl Objects<'_> {
         cx: &CallContext,
         selector: &str,
     ) -> Result<ObjectList<PartialObjectMeta<DynamicObject>>> {
-        let what = self.what("list metadata of", &format!("-l {selector:?}"));
         let params = ListParams::default().labels(selector);
-        self.restarting(|| {
-            self.cluster.call(cx, RequestClass::Read, &what, |c| {
-                let params = params.clone();
-                async move { self.api(c).list_metadata(&params).await }
-            })
+        self.listing(cx, "list metadata of", selector, params, |api, p| async move {
+            api.list_metadata(&p).await
         })
         .await
     }
@@ -118,26 +107,37 @@ impl Objects<'_> {
     /// The collection's current resource version, read cheaply (one item of
     /// metadata), to start a watch from.
     pub async fn current_version(&self, cx: &CallContext, selector: &str) -> Result<String> {
-        let what = self.what("read the resource version of", &format!("-l {selector:?}"));
         let params = ListParams::default().labels(selector).limit(1);
         let list = self
-            .restarting(|| {
-                self.cluster.call(cx, RequestClass::Read, &what, |c| {
-                    let params = params.clone();
-                    async move { self.api(c).list_metadata(&params).await }
-                })
+            .listing(cx, "read the resource version of", selector, params, |api, p| async move {
+                api.list_metadata(&p).await
             })
             .await?;
         Ok(list.metadata.resource_version.unwrap_or_default())
     }
 
-    async fn restarting<T, Fut>(&self, mut list: impl FnMut() -> Fut) -> Result<T>
+    /// One list request, classified, restarted from scratch up to [`LIST_RESTARTS`]
+    /// times when its resource version expired (410), then `Unreachable`.
+    async fn listing<T, F, Fut>(
+        &self,
+        cx: &CallContext,
+        verb: &str,
+        selector: &str,
+        params: ListParams,
+        list: F,
+    ) -> Result<T>
     where
-        Fut: Future<Output = Result<T>>,
+        F: Fn(Api<DynamicObject>, ListParams) -> Fut,
+        Fut: Future<Output = kube::Result<T>>,
     {
+        let what = self.what(verb, &format!("-l {selector:?}"));
         let mut restarts = 0;
         loop {
-            match list().await {
+            let result = self
+                .cluster
+                .call(cx, RequestClass::Read, &what, |c| list(self.api(c), params.clone()))
+                .await;
+            match result {
                 Err(e) if answered(&e, 410) && restarts < LIST_RESTARTS => restarts += 1,
                 Err(e) if answered(&e, 410) => {
                     return Err(e.context(format!("restarted {LIST_RESTARTS} times")));

@@ -12,11 +12,9 @@ use std::time::Duration;
 
 use common::*;
 use dispatch_core::{Backend, Kind, ObjectRef};
-use dispatch_kf::KubeflowBackend;
 use dispatch_kf_model::keys;
-use dispatch_kf_sim::{Fault, FaultAction, Sim};
+use dispatch_kf_sim::{Fault, FaultAction};
 use proptest::prelude::*;
-use serde_json::json;
 
 #[derive(Clone, Copy, Debug)]
 enum Op {
@@ -50,23 +48,9 @@ struct Expected {
     admission: u64,
 }
 
-struct World {
-    runtime: tokio::runtime::Runtime,
-    sim: Sim,
-    backend: KubeflowBackend,
-}
-
 fn world() -> &'static World {
     static WORLD: OnceLock<World> = OnceLock::new();
-    WORLD.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-        let (sim, backend) = runtime.block_on(async {
-            let sim = cluster().await;
-            let backend = backend(&sim, settings(json!({}))).await;
-            (sim, backend)
-        });
-        World { runtime, sim, backend }
-    })
+    WORLD.get_or_init(|| World::new(Duration::from_secs(5)))
 }
 
 static NEXT_JOB: AtomicU32 = AtomicU32::new(5000);

@@ -16,10 +16,8 @@ use std::time::Duration;
 
 use common::*;
 use dispatch_core::{Backend, Kind};
-use dispatch_kf::KubeflowBackend;
-use dispatch_kf_client::Cluster;
 use dispatch_kf_model::names;
-use dispatch_kf_sim::{Fault, FaultAction, RequestRecord, Sim};
+use dispatch_kf_sim::{Fault, FaultAction, RequestRecord};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -56,32 +54,11 @@ fn schedule() -> impl Strategy<Value = Vec<Fault>> {
     proptest::collection::vec(fault, 1..4)
 }
 
-struct World {
-    runtime: tokio::runtime::Runtime,
-    sim: Sim,
-    backend: KubeflowBackend,
-}
-
-/// One cluster and one Backend for every case: each case starts a job of its own.
+/// One cluster and one Backend for every case, with a short request timeout so that a
+/// delayed answer is a timeout.
 fn world() -> &'static World {
     static WORLD: OnceLock<World> = OnceLock::new();
-    WORLD.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-        let (sim, backend) = runtime.block_on(async {
-            let sim = cluster().await;
-            let kubeconfig =
-                kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml("admin").unwrap())
-                    .unwrap();
-            let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                .await
-                .unwrap();
-            let client = Cluster::from_kube_config(config, Duration::from_secs(1)).unwrap();
-            let backend =
-                KubeflowBackend::with_cluster(settings(json!({})), client, &cx()).await.unwrap();
-            (sim, backend)
-        });
-        World { runtime, sim, backend }
-    })
+    WORLD.get_or_init(|| World::new(Duration::from_secs(1)))
 }
 
 fn took_effect(records: &[RequestRecord], verb: &str, resource: &str, name: &str) -> bool {

@@ -63,6 +63,35 @@ pub async fn connect(sim: &Sim, user: &str) -> Cluster {
     Cluster::from_kube_config(config, Duration::from_secs(5)).unwrap()
 }
 
+/// One cluster and one plain-mode Backend on a runtime of their own, shared by every
+/// case of a property test: each case starts a job of its own.
+pub struct World {
+    pub runtime: tokio::runtime::Runtime,
+    pub sim: Sim,
+    pub backend: KubeflowBackend,
+}
+
+impl World {
+    /// A world whose client gives each request `request_timeout` to answer.
+    pub fn new(request_timeout: Duration) -> World {
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        let (sim, backend) = runtime.block_on(async {
+            let sim = cluster().await;
+            let kubeconfig =
+                kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml("admin").unwrap())
+                    .unwrap();
+            let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                .await
+                .unwrap();
+            let client = Cluster::from_kube_config(config, request_timeout).unwrap();
+            let backend =
+                KubeflowBackend::with_cluster(settings(json!({})), client, &cx()).await.unwrap();
+            (sim, backend)
+        });
+        World { runtime, sim, backend }
+    }
+}
+
 /// Factory, as admin, with `settings`.
 pub async fn backend(sim: &Sim, settings: Settings) -> KubeflowBackend {
     KubeflowBackend::with_cluster(settings, connect(sim, "admin").await, &cx()).await.unwrap()
