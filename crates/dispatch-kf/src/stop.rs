@@ -32,7 +32,13 @@ impl Inner {
         let objects = self.cluster.objects(resource_of(object.kind), &self.settings.namespace);
         match objects.delete(cx, &object.name, Some(&object.uid)).await {
             Ok(()) => Ok(()),
-            Err(e) if e.is(Kind::NotFound) || is_conflict(&e) => Ok(()),
+            Err(e) if e.is(Kind::NotFound) => Ok(()),
+            // A failed UID precondition means another instance holds the name, so ours
+            // is gone; a conflict for any other reason leaves ours in place: look.
+            Err(e) if is_conflict(&e) => match objects.get_opt(cx, &object.name).await? {
+                Some(o) if o.metadata.uid.as_deref() == Some(object.uid.as_str()) => Err(e),
+                _ => Ok(()),
+            },
             Err(e) => Err(e),
         }
     }

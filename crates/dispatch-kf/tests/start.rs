@@ -192,3 +192,25 @@ async fn kueue_mode_on_a_cluster_that_does_not_serve_kueue_is_unsupported() {
     assert_eq!(err.kind(), Kind::Unsupported);
     assert!(err.message().contains("kueue.x-k8s.io/v1beta2"), "{}", err.message());
 }
+
+/// Found by `start_faults`: a conflict answering the stop of a refused TrainJob used to
+/// be taken for "another instance holds the name", so Start refused while its TrainJob
+/// was still there.
+#[tokio::test]
+async fn a_stop_answered_with_a_conflict_while_the_train_job_remains_is_outcome_unknown() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    sim.add_fault(Fault::on("patch", "trainingruntimes", FaultAction::ResetBeforeApply));
+    sim.add_fault(Fault::on(
+        "delete",
+        "trainjobs",
+        Fault::status(409, "Conflict", "the object has been modified"),
+    ));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::OutcomeUnknown, "{err:?}");
+    assert_eq!(
+        names(&sim, "trainjobs").len(),
+        1,
+        "the TrainJob is still there, as the sentinel says it may be"
+    );
+}
