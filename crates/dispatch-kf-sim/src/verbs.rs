@@ -50,6 +50,14 @@ impl Sim {
         })
     }
 
+    /// Kueue preempts the Workload `workload` for a higher-priority one, which keeps its
+    /// quota until the placeholder `preemptor-<workload>` is deleted.
+    pub fn kueue_preempt(&self, ns: &str, workload: &str) -> bool {
+        self.with_state(|st| {
+            controllers::kueue::preempt(st, &Key::new(id("workloads"), ns, workload))
+        })
+    }
+
     /// The `node` container (and every other) exits with `code`.
     pub fn exit(&self, ns: &str, pod: &str, code: i64) -> bool {
         let reason = if code == 0 { "Completed" } else { "Error" };

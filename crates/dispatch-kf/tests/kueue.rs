@@ -18,9 +18,14 @@ fn kueue_settings() -> dispatch_kf_model::Settings {
 
 /// The Kueue objects of the readmission gate, with a Lease renewed now.
 fn install_gate(sim: &Sim, lease_fresh: bool) {
+    install_gate_with_quota(sim, lease_fresh, 32);
+}
+
+/// The gate's objects, with a ClusterQueue of `gpus` GPUs.
+fn install_gate_with_quota(sim: &Sim, lease_fresh: bool, gpus: u32) {
     sim.apply(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu"},
         "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "default-flavor",
-            "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "32"}]}]}],
+            "resources": [{"name": "nvidia.com/gpu", "nominalQuota": gpus.to_string()}]}]}],
             "admissionChecksStrategy": {"admissionChecks": [{"name": "dispatch-readmission"}]}}}))
     .unwrap();
     sim.apply(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
@@ -227,4 +232,45 @@ async fn a_call_that_ends_while_start_waits_for_the_workload_is_outcome_unknown(
     let err = b.start(&short, &request(&job(1), 1)).await.unwrap_err();
     assert_eq!(err.kind(), Kind::OutcomeUnknown, "{err:?}");
     assert!(err.message().contains("may remain"), "{}", err.message());
+}
+
+/// Approves the Workload's dispatch check, as the readmission gate controller would,
+/// with the admission count `n` for the pods.
+fn approve(sim: &Sim, workload: &str, n: u64) {
+    let mut wl = sim.get("workloads", NS, workload).unwrap();
+    wl["status"]["admissionChecks"] = json!([{"name": "dispatch-readmission", "state": "Ready",
+        "message": "approved", "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "podSetUpdates": [{"name": "node", "annotations": {keys::ANN_ADMISSION: n.to_string()}}]}]);
+    sim.apply(wl).unwrap();
+    sim.settle();
+}
+
+#[tokio::test]
+async fn a_kueue_preemption_is_preempted_not_failed_and_the_job_waits_for_its_gate() {
+    let sim = cluster().await;
+    install_gate_with_quota(&sim, true, 16);
+    let b = backend(&sim, kueue_settings()).await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    let workload = sim
+        .list("workloads", NS)
+        .into_iter()
+        .find(|w| w["metadata"]["labels"][keys::KUEUE_JOB_UID] == object.uid.as_str())
+        .unwrap();
+    let name = workload["metadata"]["name"].as_str().unwrap().to_owned();
+    approve(&sim, &name, 1);
+    let running = b.inspect(&cx(), &object).await.unwrap();
+    assert_eq!(running.state, ObjectState::Running, "{running:#?}");
+    assert_eq!(running.execution.map(|e| e.admission), Some(1));
+
+    assert!(sim.kueue_preempt(NS, &name));
+    let preempted = b.inspect(&cx(), &object).await.unwrap();
+    assert_eq!(preempted.state, ObjectState::Pending, "{preempted:#?}");
+    assert_eq!(preempted.cause.kind, dispatch_core::CauseKind::Preempted, "{preempted:#?}");
+    assert!(
+        preempted.cause.detail.starts_with(&format!("Workload {name} Evicted: Preempted")),
+        "{}",
+        preempted.cause.detail
+    );
 }

@@ -124,6 +124,42 @@ fn ensure_workload(state: &mut State, tj: &Value) {
     }
 }
 
+/// Kueue preempts `wl` for a higher-priority Workload of its ClusterQueue: a placeholder
+/// Workload `preemptor-<victim>` takes the victim's GPUs there (so the victim cannot
+/// reserve them again while it lasts), and the victim is evicted with reason
+/// `Preempted` and gets `Preempted=True` (`InClusterQueue`), as Kueue's preemption
+/// writes them. Deleting the placeholder frees the quota.
+pub(crate) fn preempt(state: &mut State, key: &Key) -> bool {
+    let Some(mut wl) = state.store.get(key).cloned() else { return false };
+    let now = state.now_str();
+    let (ns, name) =
+        (str_at(&wl, "/metadata/namespace").to_string(), str_at(&wl, "/metadata/name").to_string());
+    let cq = wl.pointer("/status/admission/clusterQueue").cloned().unwrap_or(json!(""));
+    let preemptor = json!({
+        "metadata": {"name": format!("preemptor-{name}"), "namespace": ns},
+        "spec": {"active": true, "queueName": wl["spec"]["queueName"], "priority": 1_000_000,
+                 "podSets": wl["spec"]["podSets"]},
+        "status": {"admission": {"clusterQueue": cq},
+                   "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                                   "message": "Quota reserved", "lastTransitionTime": now},
+                                  {"type": "Admitted", "status": "True", "reason": "Admitted",
+                                   "message": "The workload is admitted", "lastTransitionTime": now}]},
+    });
+    state.insert(id("workloads"), preemptor, MANAGER);
+    let uid = state
+        .store
+        .get(&Key::new(id("workloads"), &ns, &format!("preemptor-{name}")))
+        .map(|p| str_at(p, "/metadata/uid").to_string())
+        .unwrap_or_default();
+    let message = format!(
+        "Preempted to accommodate a workload (UID: {uid}) due to prioritization in the ClusterQueue"
+    );
+    release(&mut wl, "Preempted", &message, &now);
+    set_condition(&mut wl, "Preempted", "True", "InClusterQueue", &message, &now);
+    state.store.put(key.clone(), wl);
+    true
+}
+
 fn release(wl: &mut Value, reason: &str, message: &str, now: &str) {
     set_condition(wl, "Evicted", "True", reason, message, now);
     set_condition(wl, "QuotaReserved", "False", "Pending", message, now);
