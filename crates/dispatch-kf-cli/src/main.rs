@@ -5,6 +5,7 @@
 
 mod classify;
 mod connect;
+mod console;
 mod lifecycle;
 mod observe;
 mod output;

@@ -2,11 +2,14 @@
 //! nodes and the Trainer's `torch-distributed` runtime, and writes a kubeconfig for it.
 //! A test double and a playground, never a production cluster.
 
+use std::sync::Arc;
+
 use dispatch_core::{Error, Result};
 use dispatch_kf_sim::{Sim, SimOptions};
 use serde_json::json;
 
 use crate::connect::block_on;
+use crate::console;
 
 /// `sim`: the simulated cluster.
 #[derive(clap::Args)]
@@ -73,11 +76,46 @@ impl ServeArgs {
             }
             None => print!("{kubeconfig}"),
         }
-        eprintln!("dispatch-kf: serving until interrupted (Ctrl-C)");
-        tokio::signal::ctrl_c()
-            .await
-            .map_err(|e| Error::unreachable(format!("cannot wait for Ctrl-C: {e}")))?;
-        Ok(())
+        eprintln!("dispatch-kf: serving until interrupted (Ctrl-C); type help for the console");
+        let sim = Arc::new(sim);
+        let clock = tokio::spawn(tick(sim.clone()));
+        let console = tokio::spawn(read_console(sim.clone()));
+        let stopped = tokio::signal::ctrl_c().await;
+        clock.abort();
+        console.abort();
+        stopped.map_err(|e| Error::unreachable(format!("cannot wait for Ctrl-C: {e}")))
+    }
+}
+
+/// The virtual clock follows the wall clock, a second at a time, and every running pod
+/// of a TrainJob writes a line to its log, so `logs -f` has something to follow.
+async fn tick(sim: Arc<Sim>) {
+    let mut second = tokio::time::interval(std::time::Duration::from_secs(1));
+    for step in 1u64.. {
+        second.tick().await;
+        sim.advance(std::time::Duration::from_secs(1));
+        for pod in sim.list("pods", "") {
+            let text = |p: &str| pod.pointer(p).and_then(serde_json::Value::as_str).unwrap_or("");
+            if text("/status/phase") == "Running"
+                && !text("/metadata/labels/jobset.sigs.k8s.io~1jobset-name").is_empty()
+            {
+                let line = format!("step {step}: loss {:.3}\n", 4.0 / (step as f64).sqrt());
+                sim.append_log(text("/metadata/namespace"), text("/metadata/name"), &line);
+            }
+        }
+    }
+}
+
+/// Reads console commands from standard input until it closes.
+async fn read_console(sim: Arc<Sim>) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        match console::parse(&line) {
+            Ok(Some(command)) => eprintln!("{}", console::run(&sim, command)),
+            Ok(None) => {}
+            Err(e) => eprintln!("{}", e.message()),
+        }
     }
 }
 
