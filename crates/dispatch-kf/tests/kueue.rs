@@ -274,3 +274,39 @@ async fn a_kueue_preemption_is_preempted_not_failed_and_the_job_waits_for_its_ga
         preempted.cause.detail
     );
 }
+
+#[tokio::test]
+async fn after_a_kueue_preemption_hold_then_release_readmits_as_a_new_execution() {
+    let sim = cluster().await;
+    install_gate_with_quota(&sim, true, 16);
+    let b = backend(&sim, kueue_settings()).await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    let workload = sim
+        .list("workloads", NS)
+        .into_iter()
+        .find(|w| w["metadata"]["labels"][keys::KUEUE_JOB_UID] == object.uid.as_str())
+        .unwrap();
+    let name = workload["metadata"]["name"].as_str().unwrap().to_owned();
+    approve(&sim, &name, 1);
+    assert!(sim.kueue_preempt(NS, &name));
+
+    b.hold(&hold_cx(), &object, 1).await.unwrap();
+    assert_eq!(b.inspect(&cx(), &object).await.unwrap().state, ObjectState::Held);
+    sim.delete(
+        "workloads",
+        NS,
+        &format!("preemptor-{name}"),
+        dispatch_kf_sim::Propagation::Background,
+    );
+    b.release(&hold_cx(), &object, 1).await.unwrap();
+    // The readmission gate (dispatch-kf-gate, not built yet) would now permit admission 2.
+    approve(&sim, &name, 2);
+    let again = b.inspect(&cx(), &object).await.unwrap();
+    assert_eq!(again.state, ObjectState::Running, "{again:#?}");
+    assert_eq!(again.execution.map(|e| (e.admission, e.index)), Some((2, 2)), "{again:#?}");
+    let pods = sim.list("pods", NS);
+    assert!(!pods.is_empty());
+    assert!(pods.iter().all(|p| p["metadata"]["annotations"][keys::ANN_ADMISSION] == "2"));
+}
