@@ -58,6 +58,14 @@ impl Sim {
         })
     }
 
+    /// Kueue evicts the Workload `workload` because its pods were not ready in time
+    /// (`PodsReadyTimeout`), and requeues it.
+    pub fn kueue_pods_ready_timeout(&self, ns: &str, workload: &str) -> bool {
+        self.with_state(|st| {
+            controllers::kueue::pods_ready_timeout(st, &Key::new(id("workloads"), ns, workload))
+        })
+    }
+
     /// The `node` container (and every other) exits with `code`.
     pub fn exit(&self, ns: &str, pod: &str, code: i64) -> bool {
         let reason = if code == 0 { "Completed" } else { "Error" };

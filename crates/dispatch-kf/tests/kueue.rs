@@ -310,3 +310,33 @@ async fn after_a_kueue_preemption_hold_then_release_readmits_as_a_new_execution(
     assert!(!pods.is_empty());
     assert!(pods.iter().all(|p| p["metadata"]["annotations"][keys::ANN_ADMISSION] == "2"));
 }
+
+#[tokio::test]
+async fn a_pods_ready_timeout_eviction_is_requeued() {
+    let sim = cluster().await;
+    install_gate_with_quota(&sim, true, 16);
+    let b = backend(&sim, kueue_settings()).await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    let name = sim
+        .list("workloads", NS)
+        .into_iter()
+        .find(|w| w["metadata"]["labels"][keys::KUEUE_JOB_UID] == object.uid.as_str())
+        .and_then(|w| w["metadata"]["name"].as_str().map(str::to_owned))
+        .unwrap();
+    approve(&sim, &name, 1);
+    // A placeholder holds the quota, so the evicted Workload waits (as with no capacity).
+    assert!(sim.kueue_preempt(NS, &name));
+    sim.delete(
+        "workloads",
+        NS,
+        &format!("preemptor-{name}"),
+        dispatch_kf_sim::Propagation::Background,
+    );
+    approve(&sim, &name, 1);
+    assert!(sim.kueue_pods_ready_timeout(NS, &name));
+    let obs = b.inspect(&cx(), &object).await.unwrap();
+    assert_eq!(obs.cause.kind, dispatch_core::CauseKind::Requeued, "{obs:#?}");
+    assert!(obs.cause.detail.contains("PodsReadyTimeout"), "{}", obs.cause.detail);
+}

@@ -160,6 +160,28 @@ pub(crate) fn preempt(state: &mut State, key: &Key) -> bool {
     true
 }
 
+/// How long a Workload evicted for PodsReadyTimeout waits before it is requeued.
+const REQUEUE_BACKOFF_SECS: i64 = 60;
+
+/// Kueue's waitForPodsReady: the Workload's pods were not all ready in time, so it is
+/// evicted with reason `PodsReadyTimeout` and requeued.
+pub(crate) fn pods_ready_timeout(state: &mut State, key: &Key) -> bool {
+    let Some(mut wl) = state.store.get(key).cloned() else { return false };
+    let now = state.now_str();
+    let message = "Exceeded the PodsReady timeout";
+    release(&mut wl, "PodsReadyTimeout", message, &now);
+    set_condition(&mut wl, "Requeued", "False", "PodsReadyTimeout", message, &now);
+    // Kueue's requeuing strategy backs off before the Workload may reserve quota again.
+    let count = wl.pointer("/status/requeueState/count").and_then(Value::as_i64).unwrap_or(0) + 1;
+    let at = state
+        .now
+        .checked_add(jiff::SignedDuration::from_secs(REQUEUE_BACKOFF_SECS))
+        .unwrap_or(state.now);
+    wl["status"]["requeueState"] = json!({"count": count, "requeueAt": at.to_string()});
+    state.store.put(key.clone(), wl);
+    true
+}
+
 fn release(wl: &mut Value, reason: &str, message: &str, now: &str) {
     set_condition(wl, "Evicted", "True", reason, message, now);
     set_condition(wl, "QuotaReserved", "False", "Pending", message, now);
@@ -193,7 +215,7 @@ fn reconcile(state: &mut State, key: &Key, mut wl: Value) {
         }
     } else if reserved && retry {
         release(&mut wl, "AdmissionCheck", "At least one admission check is false", &now);
-    } else if !reserved {
+    } else if !reserved && !backing_off(state, &wl) {
         reserve(state, &mut wl, &now);
     }
     if is_true(&wl, "QuotaReserved") {
@@ -310,6 +332,12 @@ fn reserve(state: &State, wl: &mut Value, now: &str) {
             now,
         );
     }
+}
+
+/// Whether the Workload's requeue backoff has not passed yet.
+fn backing_off(state: &State, wl: &Value) -> bool {
+    let at = wl.pointer("/status/requeueState/requeueAt").and_then(Value::as_str);
+    at.and_then(|t| t.parse::<jiff::Timestamp>().ok()).is_some_and(|t| t > state.now)
 }
 
 /// The ClusterQueue of a Workload's LocalQueue, when both exist.
