@@ -10,6 +10,7 @@
 use dispatch_core::{Error, Refinement};
 use serde_json::{Map, Value, json};
 
+use crate::classify::execution::parse_counter;
 use crate::keys;
 use crate::names::parse_canonical_decimal;
 
@@ -67,9 +68,10 @@ pub fn hold_in_force(object: &Value) -> Result<Option<u64>, Error> {
     }
 }
 
-/// The admission count A of a plain-mode TrainJob (0 when absent or malformed).
+/// The admission count A of a plain-mode TrainJob (0 when absent or malformed), read
+/// as classification reads it.
 pub fn admission(train_job: &Value) -> u64 {
-    annotation(train_job, keys::ANN_ADMISSION).and_then(|a| a.parse().ok()).unwrap_or(0)
+    annotation(train_job, keys::ANN_ADMISSION).and_then(parse_counter).unwrap_or(0)
 }
 
 /// Sets the admission count on the TrainJob and in dispatch's runtime patch (every pod
