@@ -8,8 +8,8 @@
 //! a name or that carries `d/job-id`. A JobSet or runtime copy is an orphan when its
 //! controller owner's UID is no TrainJob of its name (or, with no controller, when no
 //! TrainJob has its name). A pod is an orphan when no TrainJob has its `jobset-name` label's
-//! name nor the name its job-id and submission labels make, or when its JobSet is an
-//! orphan. Captured pods are never reported: they are gone.
+//! name, nor the name its job-id and submission labels make, nor the name its own name
+//! begins with, or when its JobSet is an orphan. Captured pods are never reported: they are gone.
 
 use dispatch_core::{Cause, CauseKind, Execution, ObjectKind, ObjectState};
 
@@ -119,7 +119,10 @@ pub(crate) fn find(snapshot: &Snapshot, index: &Index<'_>) -> Vec<Orphan> {
             continue;
         }
         let js = index.job_set(meta.namespace(), &jobset);
-        let live = [Some(&jobset), made.as_ref()]
+        // The pod's own name also says whose it is: a label removed must not make it an
+        // orphan (a removed label contradicts nothing).
+        let named = names::parse_prefix(meta.name()).map(|(job, n)| names::make(&job, n));
+        let live = [Some(&jobset), made.as_ref(), named.as_ref()]
             .into_iter()
             .flatten()
             .any(|n| !index.train_jobs(meta.namespace(), n).is_empty());
