@@ -289,7 +289,7 @@ proptest! {
 fn removing_a_label_never_makes_an_object_foreign() {
     for (name, original) in fixtures() {
         let opts = options(name.starts_with("kueue-"), !name.ends_with("-no-nodes.json"));
-        let before = run(&original, &opts).unwrap();
+        let before = run(original, &opts).unwrap();
         let count = original["items"].as_array().map_or(0, Vec::len);
         for i in 0..count {
             let keys: Vec<String> = original["items"][i]["metadata"]["labels"]
