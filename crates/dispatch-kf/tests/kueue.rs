@@ -245,21 +245,28 @@ fn approve(sim: &Sim, workload: &str, n: u64) {
     sim.settle();
 }
 
+/// A Kueue-mode job started, opened and admitted, its check approved with admission 1;
+/// its reference and its Workload's name.
+async fn admitted(sim: &Sim, b: &KubeflowBackend) -> (dispatch_core::ObjectRef, String) {
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    let name = sim
+        .list("workloads", NS)
+        .into_iter()
+        .find(|w| w["metadata"]["labels"][keys::KUEUE_JOB_UID] == object.uid.as_str())
+        .and_then(|w| w["metadata"]["name"].as_str().map(str::to_owned))
+        .unwrap();
+    approve(sim, &name, 1);
+    (object, name)
+}
+
 #[tokio::test]
 async fn a_kueue_preemption_is_preempted_not_failed_and_the_job_waits_for_its_gate() {
     let sim = cluster().await;
     install_gate_with_quota(&sim, true, 16);
     let b = backend(&sim, kueue_settings()).await;
-    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
-    b.open(&hold_cx(), &object).await.unwrap();
-    sim.settle();
-    let workload = sim
-        .list("workloads", NS)
-        .into_iter()
-        .find(|w| w["metadata"]["labels"][keys::KUEUE_JOB_UID] == object.uid.as_str())
-        .unwrap();
-    let name = workload["metadata"]["name"].as_str().unwrap().to_owned();
-    approve(&sim, &name, 1);
+    let (object, name) = admitted(&sim, &b).await;
     let running = b.inspect(&cx(), &object).await.unwrap();
     assert_eq!(running.state, ObjectState::Running, "{running:#?}");
     assert_eq!(running.execution.map(|e| e.admission), Some(1));
@@ -280,16 +287,7 @@ async fn after_a_kueue_preemption_hold_then_release_readmits_as_a_new_execution(
     let sim = cluster().await;
     install_gate_with_quota(&sim, true, 16);
     let b = backend(&sim, kueue_settings()).await;
-    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
-    b.open(&hold_cx(), &object).await.unwrap();
-    sim.settle();
-    let workload = sim
-        .list("workloads", NS)
-        .into_iter()
-        .find(|w| w["metadata"]["labels"][keys::KUEUE_JOB_UID] == object.uid.as_str())
-        .unwrap();
-    let name = workload["metadata"]["name"].as_str().unwrap().to_owned();
-    approve(&sim, &name, 1);
+    let (object, name) = admitted(&sim, &b).await;
     assert!(sim.kueue_preempt(NS, &name));
 
     b.hold(&hold_cx(), &object, 1).await.unwrap();
@@ -316,16 +314,7 @@ async fn a_pods_ready_timeout_eviction_is_requeued() {
     let sim = cluster().await;
     install_gate_with_quota(&sim, true, 16);
     let b = backend(&sim, kueue_settings()).await;
-    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
-    b.open(&hold_cx(), &object).await.unwrap();
-    sim.settle();
-    let name = sim
-        .list("workloads", NS)
-        .into_iter()
-        .find(|w| w["metadata"]["labels"][keys::KUEUE_JOB_UID] == object.uid.as_str())
-        .and_then(|w| w["metadata"]["name"].as_str().map(str::to_owned))
-        .unwrap();
-    approve(&sim, &name, 1);
+    let (object, name) = admitted(&sim, &b).await;
     // A placeholder holds the quota, so the evicted Workload waits (as with no capacity).
     assert!(sim.kueue_preempt(NS, &name));
     sim.delete(
