@@ -183,12 +183,7 @@ impl Objects<'_> {
         name: &str,
         patch: &serde_json::Value,
     ) -> Result<DynamicObject> {
-        let what = self.what("patch", name);
-        self.cluster
-            .call(cx, class, &what, |c| async move {
-                self.api(c).patch(name, &PatchParams::default(), &Patch::Merge(patch)).await
-            })
-            .await
+        self.patch(cx, class, name, Patch::Merge(patch)).await
     }
 
     /// Applies a JSON patch (RFC 6902) to `name`: `patch` is the array of operations.
@@ -200,12 +195,27 @@ impl Objects<'_> {
         name: &str,
         patch: &serde_json::Value,
     ) -> Result<DynamicObject> {
+        let ops: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|e| {
+            Error::invalid(format!(
+                "{}: the JSON patch is malformed: {e}",
+                self.what("patch", name)
+            ))
+        })?;
+        self.patch(cx, class, name, Patch::Json::<()>(ops)).await
+    }
+
+    /// One patch request of either kind, classified.
+    async fn patch<P: serde::Serialize + std::fmt::Debug>(
+        &self,
+        cx: &CallContext,
+        class: RequestClass,
+        name: &str,
+        patch: Patch<P>,
+    ) -> Result<DynamicObject> {
         let what = self.what("patch", name);
-        let ops: json_patch::Patch = serde_json::from_value(patch.clone())
-            .map_err(|e| Error::invalid(format!("{what}: the JSON patch is malformed: {e}")))?;
         self.cluster
             .call(cx, class, &what, |c| async move {
-                self.api(c).patch(name, &PatchParams::default(), &Patch::Json::<()>(ops)).await
+                self.api(c).patch(name, &PatchParams::default(), &patch).await
             })
             .await
     }
