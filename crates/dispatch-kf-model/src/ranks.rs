@@ -1,6 +1,7 @@
 //! A TrainJob's current execution as the Backend needs it beyond classification: its
 //! rank 0 pod (whose log is the submission's output, `seeds/capabilities.txt` "Output")
-//! and its Nodes with whether each has ceased ("Cessation").
+//! and its Nodes with whether each has ceased ("Cessation"), and the pods the hold
+//! family waits for.
 //!
 //! The execution is the one classification uses (R = A + J, the higher A on a tie), so
 //! Output, Ceased and the observations always agree on which execution is current.
@@ -30,6 +31,19 @@ pub fn current_execution<'a>(snapshot: &'a Snapshot, train_job: &str) -> Vec<&'a
     pods_of(snapshot, train_job)
         .filter(|p| current.is_some() && execution::of_pod(p) == current)
         .collect()
+}
+
+/// The names of the TrainJob's live pods that have not finished, sorted: what Open and
+/// Release wait for before a new execution may start.
+pub fn remaining_pods(snapshot: &Snapshot, train_job: &str) -> Vec<String> {
+    let mut pods: Vec<String> = snapshot
+        .pods
+        .iter()
+        .filter(|p| p.meta.label(keys::JOBSET_NAME) == Some(train_job) && !p.is_terminal())
+        .map(|p| p.meta.name().to_owned())
+        .collect();
+    pods.sort();
+    pods
 }
 
 /// Rank 0 of the current execution: the live trainer pod with job index and

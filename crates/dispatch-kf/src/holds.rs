@@ -11,7 +11,7 @@ use dispatch_core::{
 use dispatch_kf_client::resources::{TRAIN_JOB, WORKLOAD};
 use dispatch_kf_client::{Edit, RequestClass, Resource, error_map};
 use dispatch_kf_model::gates::{self, Change, Situation};
-use dispatch_kf_model::{Mode, Snapshot, keys};
+use dispatch_kf_model::{Mode, Snapshot, keys, ranks};
 use serde_json::Value;
 
 use crate::find::pick;
@@ -74,7 +74,7 @@ impl Inner {
         let obs = pick(self.observe(&snapshot, edge::now()), object)?;
         let situation = Situation {
             ended: obs.state == ObjectState::Ended,
-            pods_remaining: pods_of(&snapshot, &object.name),
+            pods_remaining: ranks::remaining_pods(&snapshot, &object.name),
         };
         let kueue = self.settings.mode == Mode::Kueue;
         match (verb, kueue) {
@@ -149,16 +149,4 @@ impl Inner {
             .await
             .map(drop)
     }
-}
-
-/// The names of the live pods of the JobSet named `name` (the TrainJob's).
-fn pods_of(snapshot: &Snapshot, name: &str) -> Vec<String> {
-    let mut pods: Vec<String> = snapshot
-        .pods
-        .iter()
-        .filter(|p| p.meta.label(keys::JOBSET_NAME) == Some(name) && !p.is_terminal())
-        .map(|p| p.meta.name().to_owned())
-        .collect();
-    pods.sort();
-    pods
 }
