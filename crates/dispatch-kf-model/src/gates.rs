@@ -231,8 +231,9 @@ pub fn release_plain(
     Ok(Change::Write)
 }
 
-/// Kueue-mode Release of `instance` on the Workload: removes the hold and makes it
-/// active again; the gate controller then permits one more admission.
+/// Kueue-mode Release of `instance` on the Workload: removes the hold, makes it active
+/// again and counts the Release in `d/releases`, so the gate controller permits one
+/// more admission (`readmission::decide`).
 pub fn release_kueue(workload: &mut Value, instance: u64) -> Result<Change, Error> {
     check_instance(instance)?;
     match hold_in_force(workload)? {
@@ -240,7 +241,10 @@ pub fn release_kueue(workload: &mut Value, instance: u64) -> Result<Change, Erro
         Some(k) if k != instance => return Err(stale(instance, k)),
         Some(_) => {}
     }
-    annotations(workload).remove(keys::ANN_HOLD_INSTANCE);
+    let releases = annotation(workload, keys::ANN_RELEASES).and_then(parse_counter).unwrap_or(0);
+    let annotations = annotations(workload);
+    annotations.remove(keys::ANN_HOLD_INSTANCE);
+    annotations.insert(keys::ANN_RELEASES.into(), json!((releases + 1).to_string()));
     set_active(workload, true);
     Ok(Change::Write)
 }

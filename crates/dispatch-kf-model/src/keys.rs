@@ -25,6 +25,17 @@ pub const ANN_RUNTIME_SOURCE: &str = "dispatch.phpboyscout.uk/runtime-source";
 pub const ANN_ADMISSION: &str = "dispatch.phpboyscout.uk/admission";
 /// Annotation (the held object): the hold instance in force.
 pub const ANN_HOLD_INSTANCE: &str = "dispatch.phpboyscout.uk/hold-instance";
+/// Annotation (Workload, Kueue mode): how many Releases the adapter has made; the
+/// readmission gate permits one more admission for each one it has not seen.
+pub const ANN_RELEASES: &str = "dispatch.phpboyscout.uk/releases";
+/// Annotation (Workload, written by the gate controller): the admissions it has
+/// approved so far (the last approval's `d/admission`).
+pub const ANN_GATE_ADMISSIONS: &str = "dispatch.phpboyscout.uk/gate-admissions";
+/// Annotation (Workload, written by the gate controller): the [`ANN_RELEASES`] count
+/// its last approval (or running admission) has used up.
+pub const ANN_GATE_RELEASES_SEEN: &str = "dispatch.phpboyscout.uk/gate-releases-seen";
+/// The gate controller's field manager for its server-side applies.
+pub const GATE_FIELD_MANAGER: &str = "dispatch-kf-gate";
 
 /// dispatch's start gate, named in [`KUEUE_ADMISSION_GATED_BY`].
 pub const START_GATE: &str = "dispatch.phpboyscout.uk/start";

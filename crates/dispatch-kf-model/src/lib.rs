@@ -24,6 +24,7 @@ pub use snapshot::Snapshot;
 pub mod prologue;
 pub mod ranks;
 pub mod readback;
+pub mod readmission;
 pub mod render;
 pub mod runtime;
 pub mod settings;

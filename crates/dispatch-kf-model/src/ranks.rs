@@ -62,10 +62,13 @@ pub fn rank_zero<'a>(snapshot: &'a Snapshot, train_job: &str) -> Option<&'a Pod>
 
 /// The Nodes the current execution's pods are bound to, sorted and once each.
 pub fn execution_nodes(snapshot: &Snapshot, train_job: &str) -> Vec<String> {
-    let mut nodes: Vec<String> = current_execution(snapshot, train_job)
-        .into_iter()
-        .filter_map(|p| p.node_name.get().map(str::to_owned))
-        .collect();
+    nodes_of(&current_execution(snapshot, train_job))
+}
+
+/// The Nodes `pods` are bound to, sorted and once each.
+pub fn nodes_of(pods: &[&Pod]) -> Vec<String> {
+    let mut nodes: Vec<String> =
+        pods.iter().filter_map(|p| p.node_name.get().map(str::to_owned)).collect();
     nodes.sort();
     nodes.dedup();
     nodes
@@ -87,6 +90,14 @@ pub fn node_state(name: &str, node: Option<&Node>) -> NodeState {
     let ready =
         condition(&node.conditions, "Ready").and_then(|c| c.status.get()).unwrap_or("unknown");
     NodeState { node: name.to_owned(), ceased: false, state: format!("Ready={ready}") }
+}
+
+/// Whether an execution has ceased, from the states of the Nodes its pods were bound
+/// to: every one deleted or out of service. With no pod of it known at all (it never
+/// ran, or its pods were deleted before anyone saw them), where it ran is unknown, and
+/// the answer is no: a wrong yes could let the supervisor run the job twice.
+pub fn has_ceased(pods_known: bool, nodes: &[NodeState]) -> bool {
+    pods_known && nodes.iter().all(|n| n.ceased)
 }
 
 #[cfg(test)]
@@ -150,5 +161,15 @@ mod tests {
         assert!(node_state("n2", Some(&s.nodes[0])).ceased);
         let lost = node_state("n3", Some(&s.nodes[1]));
         assert_eq!((lost.ceased, lost.state.as_str()), (false, "Ready=Unknown"));
+    }
+
+    #[test]
+    fn an_execution_ceases_only_when_its_pods_are_known_and_every_node_ceased() {
+        let gone = node_state("n1", None);
+        let lost = NodeState { node: "n2".into(), ceased: false, state: "Ready=Unknown".into() };
+        assert!(has_ceased(true, std::slice::from_ref(&gone)));
+        assert!(!has_ceased(true, &[gone.clone(), lost]));
+        assert!(has_ceased(true, &[]), "pods known, none bound: nothing ran anywhere");
+        assert!(!has_ceased(false, &[]), "no pod known: where it ran is unknown");
     }
 }

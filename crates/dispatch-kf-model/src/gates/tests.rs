@@ -197,7 +197,11 @@ fn kueue_holds_deactivate_the_workload_and_release_reactivates_it() {
     assert_eq!(release_kueue(&mut wl, 1).unwrap(), Change::Write);
     assert_eq!(wl["spec"]["active"], true);
     assert_eq!(hold_in_force(&wl).unwrap(), None);
+    assert_eq!(wl["metadata"]["annotations"][keys::ANN_RELEASES], "1", "the Release is counted");
     assert_eq!(release_kueue(&mut wl, 1).unwrap(), Change::Unchanged);
+    hold(&mut wl, 2, &calm(), true).unwrap();
+    release_kueue(&mut wl, 2).unwrap();
+    assert_eq!(wl["metadata"]["annotations"][keys::ANN_RELEASES], "2");
 }
 
 #[test]

@@ -1,0 +1,197 @@
+//! The readmission gate's rule (`spec/gates.md`, "The gate controller"): given a
+//! Workload as read, what `dispatch-kf-gate` does with its admission check. Pure: the
+//! controller reads, calls [`decide`], and writes what the decision says.
+//!
+//! The gate acts only on a Workload whose quota Kueue has reserved and whose check is
+//! Pending, as Kueue's own check controllers do: a check moved while quota is not
+//! reserved can leave the Workload unschedulable (Kueue KEP-3258). It approves when
+//! the start gate is gone, no dispatch hold is in force, and either no admission was
+//! approved before or a Release (`d/releases`) has come that no admission used up
+//! (`d/gate-releases-seen`). Otherwise it asks Kueue to retry later, saying why.
+//!
+//! The counters live on the Workload, so a restarted controller decides the same. It
+//! records an approval before it writes the check, so a crash between the two leaves a
+//! Workload that waits for a Release rather than one that runs twice.
+
+use serde_json::{Value, json};
+
+use crate::classify::execution::parse_counter;
+use crate::keys;
+
+/// How long Kueue keeps a Workload the gate turned away before it queues it again
+/// (`requeueAfterSeconds` of the check).
+pub const RETRY_AFTER_SECONDS: u32 = 60;
+
+/// What the gate does with one Workload's check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Nothing now: the check is not listed, not Pending, or quota is not reserved.
+    Idle,
+    /// The admission running now has used up the Releases so far: record
+    /// `d/gate-releases-seen: releases`, so a later eviction waits for a new Release.
+    UseUpReleases {
+        /// The Workload's `d/releases`.
+        releases: u64,
+    },
+    /// Approve admission `admission`: record it with the Releases it uses up, then
+    /// set the check Ready with a podSetUpdate annotating `pod_set`.
+    Approve {
+        /// The admission count the pods will carry.
+        admission: u64,
+        /// The Workload's `d/releases`, used up by this admission.
+        releases: u64,
+        /// The trainer pod set.
+        pod_set: String,
+    },
+    /// Set the check Retry with this message: Kueue evicts and queues it again later.
+    Wait {
+        /// What the gate waits for.
+        message: String,
+    },
+}
+
+fn annotation<'v>(object: &'v Value, key: &str) -> Option<&'v str> {
+    object.pointer("/metadata/annotations")?.get(key)?.as_str()
+}
+
+/// A counter annotation: 0 when absent, `Err` naming it when malformed.
+fn counter(workload: &Value, key: &str) -> Result<u64, String> {
+    match annotation(workload, key) {
+        None => Ok(0),
+        Some(text) => parse_counter(text)
+            .ok_or_else(|| format!("annotation {key}={text:?} is malformed; fix or remove it")),
+    }
+}
+
+fn condition_true(workload: &Value, kind: &str) -> bool {
+    let conditions = workload.pointer("/status/conditions").and_then(Value::as_array);
+    conditions.into_iter().flatten().any(|c| c["type"] == kind && c["status"] == "True")
+}
+
+/// The state of admission check `check` on the Workload, when it lists it.
+pub fn check_state<'v>(workload: &'v Value, check: &str) -> Option<&'v str> {
+    let checks = workload.pointer("/status/admissionChecks").and_then(Value::as_array)?;
+    let entry = checks.iter().find(|c| c["name"] == check)?;
+    Some(entry.get("state").and_then(Value::as_str).unwrap_or(""))
+}
+
+/// The trainer pod set: the one named like the trainer's replicated job (`node`), or
+/// the only one.
+fn trainer_pod_set(workload: &Value) -> Option<String> {
+    let sets = workload.pointer("/spec/podSets").and_then(Value::as_array)?;
+    let name = |s: &Value| s.get("name").and_then(Value::as_str).map(str::to_owned);
+    match sets.as_slice() {
+        [only] => name(only),
+        _ => sets.iter().find(|s| s["name"] == keys::NODE_CONTAINER).and_then(name),
+    }
+}
+
+fn wait(message: impl Into<String>) -> Decision {
+    Decision::Wait { message: message.into() }
+}
+
+/// The gate's decision for admission check `check` on `workload`.
+pub fn decide(workload: &Value, check: &str) -> Decision {
+    let Some(state) = check_state(workload, check) else { return Decision::Idle };
+    let reserved = condition_true(workload, "QuotaReserved");
+    let (releases, approved, seen) = match (
+        counter(workload, keys::ANN_RELEASES),
+        counter(workload, keys::ANN_GATE_ADMISSIONS),
+        counter(workload, keys::ANN_GATE_RELEASES_SEEN),
+    ) {
+        (Ok(r), Ok(a), Ok(s)) => (r, a, s),
+        (Err(why), _, _) | (_, Err(why), _) | (_, _, Err(why)) => {
+            return if reserved && state == "Pending" { wait(why) } else { Decision::Idle };
+        }
+    };
+    if state == "Ready" && condition_true(workload, "Admitted") && releases > seen {
+        return Decision::UseUpReleases { releases };
+    }
+    if !reserved || state != "Pending" {
+        return Decision::Idle;
+    }
+    let gated_by = annotation(workload, keys::KUEUE_ADMISSION_GATED_BY).unwrap_or("");
+    if gated_by.split(',').any(|g| g.trim() == keys::START_GATE) {
+        return wait(format!("waiting for Open: the start gate {} is set", keys::START_GATE));
+    }
+    if let Some(instance) = annotation(workload, keys::ANN_HOLD_INSTANCE) {
+        return wait(format!("waiting for Release: hold {instance} is in force"));
+    }
+    if approved > 0 && releases <= seen {
+        return wait(format!(
+            "waiting for Release: admission {approved} ended in an eviction dispatch did not \
+             order, and only a Release readmits it"
+        ));
+    }
+    let Some(pod_set) = trainer_pod_set(workload) else {
+        return wait("the Workload has no trainer pod set (named node, or the only one)");
+    };
+    Decision::Approve { admission: approved + 1, releases, pod_set }
+}
+
+/// The metadata merge patch that records a decision's counters (with the resource
+/// version read, so a Workload changed since is re-read); `None` when there is nothing
+/// to record.
+pub fn record(workload: &Value, decision: &Decision) -> Option<Value> {
+    let annotations = match decision {
+        Decision::UseUpReleases { releases } => {
+            json!({keys::ANN_GATE_RELEASES_SEEN: releases.to_string()})
+        }
+        Decision::Approve { admission, releases, .. } => json!({
+            keys::ANN_GATE_ADMISSIONS: admission.to_string(),
+            keys::ANN_GATE_RELEASES_SEEN: releases.to_string(),
+        }),
+        Decision::Idle | Decision::Wait { .. } => return None,
+    };
+    let version = workload.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null);
+    Some(json!({"metadata": {"resourceVersion": version, "annotations": annotations}}))
+}
+
+/// The server-side apply body that sets the check's state for a decision (only the
+/// gate's own entry of `status.admissionChecks`); `None` when the check is not written.
+/// It carries the resource version of `workload`, so it applies only to the Workload
+/// the decision was made on (after [`record`], pass the Workload that write returned).
+/// `now` is the transition time, RFC 3339.
+pub fn check_apply(workload: &Value, check: &str, decision: &Decision, now: &str) -> Option<Value> {
+    let entry = match decision {
+        Decision::Approve { admission, pod_set, .. } => json!({
+            "name": check, "state": "Ready", "lastTransitionTime": now,
+            "message": format!("admission {admission} permitted by dispatch"),
+            "podSetUpdates": [{"name": pod_set,
+                               "annotations": {keys::ANN_ADMISSION: admission.to_string()}}],
+        }),
+        Decision::Wait { message } => json!({
+            "name": check, "state": "Retry", "lastTransitionTime": now, "message": message,
+            "requeueAfterSeconds": RETRY_AFTER_SECONDS,
+        }),
+        Decision::Idle | Decision::UseUpReleases { .. } => return None,
+    };
+    let meta = |k: &str| workload.pointer(&format!("/metadata/{k}")).cloned().unwrap_or_default();
+    Some(json!({
+        "apiVersion": keys::KUEUE_API_VERSION, "kind": "Workload",
+        "metadata": {"name": meta("name"), "namespace": meta("namespace"),
+                     "resourceVersion": meta("resourceVersion")},
+        "status": {"admissionChecks": [entry]},
+    }))
+}
+
+/// The server-side apply body that marks an AdmissionCheck served (`Active=True`);
+/// `None` when it already is or is not dispatch's.
+pub fn active_apply(admission_check: &Value, now: &str) -> Option<Value> {
+    let controller = admission_check.pointer("/spec/controllerName").and_then(Value::as_str);
+    if controller != Some(keys::GATE_CONTROLLER_NAME) || condition_true(admission_check, "Active") {
+        return None;
+    }
+    let name = admission_check.pointer("/metadata/name").cloned().unwrap_or_default();
+    Some(json!({
+        "apiVersion": keys::KUEUE_API_VERSION, "kind": "AdmissionCheck",
+        "metadata": {"name": name},
+        "status": {"conditions": [{
+            "type": "Active", "status": "True", "reason": "Active", "lastTransitionTime": now,
+            "message": "served by dispatch-kf-gate",
+        }]},
+    }))
+}
+
+#[cfg(test)]
+mod tests;
