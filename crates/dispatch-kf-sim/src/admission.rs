@@ -17,6 +17,26 @@ const WEBHOOK: &str = "validator.trainjob.trainer.kubeflow.org";
 /// CRD `MaxItems` on `spec.trainer.command`, `args` and `env`.
 const MAX_ITEMS: usize = 128;
 
+/// The runtime kinds the Trainer registers (`RuntimeRefToRuntimeRegistryKey` in
+/// kubeflow/trainer `pkg/runtime/runtime.go` names them as a `GroupKind`).
+const RUNTIME_KINDS: &[&str] = &["TrainingRuntime", "ClusterTrainingRuntime"];
+
+/// Whether the Trainer has a runtime registered for this `runtimeRef` group and kind.
+pub(crate) fn runtime_supported(group: &str, kind: &str) -> bool {
+    group == "trainer.kubeflow.org" && RUNTIME_KINDS.contains(&kind)
+}
+
+/// The Trainer's words for a runtime it does not support, from both its validating
+/// webhook and its controller: `unsupported runtime: <Kind>.<group>` (a `GroupKind`'s
+/// `String()`, which is the kind alone when the group is empty).
+pub(crate) fn unsupported_runtime(group: &str, kind: &str) -> String {
+    if group.is_empty() {
+        format!("unsupported runtime: {kind}")
+    } else {
+        format!("unsupported runtime: {kind}.{group}")
+    }
+}
+
 /// Fields the CRD marks `self == oldSelf`, with the CEL type name the message shows.
 const IMMUTABLE: &[(&str, &str)] = &[
     ("runtimeRef", "object"),
@@ -169,13 +189,8 @@ pub(crate) fn trainjob(
     let kind = rref.get("kind").and_then(Value::as_str).unwrap_or_default();
     let rname = rref.get("name").and_then(Value::as_str).unwrap_or_default();
     let group = rref.get("apiGroup").and_then(Value::as_str).unwrap_or_default();
-    let supported = group == "trainer.kubeflow.org"
-        && (kind == "TrainingRuntime" || kind == "ClusterTrainingRuntime");
-    if !supported {
-        return Err(ApiError::webhook_denied(
-            WEBHOOK,
-            &format!("unsupported runtime: {group}/{kind}"),
-        ));
+    if !runtime_supported(group, kind) {
+        return Err(ApiError::webhook_denied(WEBHOOK, &unsupported_runtime(group, kind)));
     }
     if !runtime_exists(kind, rname) {
         let (plural, what) = if kind == "TrainingRuntime" {

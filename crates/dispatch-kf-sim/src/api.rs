@@ -185,6 +185,9 @@ fn run(
         ("delete", "") => DeleteOptions::read(body, q)
             .and_then(|o| delete::handle(state, &req, &o))
             .map(|v| Reply::Json(200, v)),
+        ("deletecollection", "") => {
+            crate::collection::handle(state, &req, q, body).map(|v| Reply::Json(200, v))
+        }
         _ => Err(ApiError::method_not_allowed()),
     };
     let mut reply = out.unwrap_or_else(err);

@@ -5,7 +5,7 @@
 /// One allow rule. An empty list (or `"*"` inside it) allows anything on that axis.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Rule {
-    /// Verbs: get, list, watch, create, update, patch, delete.
+    /// Verbs: get, list, watch, create, update, patch, delete, deletecollection.
     pub verbs: Vec<String>,
     /// API groups (`""` for core).
     pub groups: Vec<String>,

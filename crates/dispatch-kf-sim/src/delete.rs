@@ -171,7 +171,9 @@ pub(crate) fn handle(
 }
 
 /// Removes one finalizer from an object, deleting it when it was the last one and
-/// deletion has started.
+/// deletion has started, unless it is a pod in graceful deletion: that one stays until
+/// the kubelet confirms (or a delete with grace period 0), as the apiserver keeps a pod
+/// whose `deletionGracePeriodSeconds` is not 0.
 pub(crate) fn remove_finalizer(state: &mut State, key: &Key, name: &str) {
     let Some(mut obj) = state.store.get(key).cloned() else { return };
     let Some(list) = obj.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else {
@@ -183,7 +185,10 @@ pub(crate) fn remove_finalizer(state: &mut State, key: &Key, name: &str) {
         return;
     }
     let empty = list.is_empty();
-    if empty && obj.pointer("/metadata/deletionTimestamp").is_some() {
+    let graceful = RESOURCES[key.res].kind == "Pod"
+        && obj.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0)
+            > 0;
+    if empty && obj.pointer("/metadata/deletionTimestamp").is_some() && !graceful {
         state.store.remove(key);
     } else {
         state.store.put(key.clone(), obj);

@@ -17,6 +17,7 @@ const SHORT_NAMES: &[(&str, &[&str])] = &[
     ("workloads", &["wl"]),
     ("localqueues", &["queue", "queues", "lq"]),
     ("clusterqueues", &["cq"]),
+    ("resourceflavors", &["flavor", "flavors", "rf"]),
 ];
 
 fn short_names(plural: &str) -> &'static [&'static str] {

@@ -19,6 +19,7 @@ mod admission;
 mod api;
 mod apierror;
 mod auth;
+mod collection;
 mod controllers;
 mod delete;
 mod demo;

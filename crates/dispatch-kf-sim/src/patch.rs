@@ -1,6 +1,9 @@
 //! Patches: JSON merge patch (RFC 7386) and JSON patch (RFC 6902). Strategic merge patch
-//! and server-side apply are applied as merge patches for the kinds served here (their
-//! lists are replaced whole), which is documented in `docs/sim.md`.
+//! is applied as a merge patch (its lists replaced whole). Server-side apply is a merge
+//! patch that merges the list-maps served here (`status.admissionChecks` by `name`,
+//! `conditions` by `type`) entry by entry, as their `x-kubernetes-list-map-keys` make a
+//! real apiserver do; field ownership and apply conflicts are not modelled. Both are
+//! documented in `docs/sim.md`.
 
 use serde_json::Value;
 
@@ -22,6 +25,39 @@ pub(crate) fn merge(target: &mut Value, patch: &Value) {
         } else {
             merge(t.entry(k.clone()).or_insert(Value::Null), v);
         }
+    }
+}
+
+/// The key of a list-map, when every entry of both lists is an object carrying it.
+fn list_map_key(target: &[Value], patch: &[Value]) -> Option<&'static str> {
+    ["name", "type"]
+        .into_iter()
+        .find(|key| target.iter().chain(patch).all(|e| e.get(key).is_some_and(Value::is_string)))
+}
+
+/// Applies a server-side apply body in place: a merge patch, except that a list-map
+/// keeps the entries the body does not name and merges the ones it does.
+pub(crate) fn apply(target: &mut Value, patch: &Value) {
+    match (target, patch) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(k);
+                } else {
+                    apply(t.entry(k.clone()).or_insert(Value::Null), v);
+                }
+            }
+        }
+        (Value::Array(t), Value::Array(p)) if list_map_key(t, p).is_some() => {
+            let key = list_map_key(t, p).unwrap_or("name");
+            for entry in p {
+                match t.iter_mut().find(|e| e[key] == entry[key]) {
+                    Some(existing) => apply(existing, entry),
+                    None => t.push(entry.clone()),
+                }
+            }
+        }
+        (target, patch) => merge(target, patch),
     }
 }
 
@@ -156,6 +192,28 @@ mod tests {
         let mut d = json!({"a": {"b": 1, "c": 2}, "l": [1, 2]});
         merge(&mut d, &json!({"a": {"b": null, "d": 3}, "l": [3]}));
         assert_eq!(d, json!({"a": {"c": 2, "d": 3}, "l": [3]}));
+    }
+
+    #[test]
+    fn apply_merges_list_maps_entry_by_entry_and_replaces_plain_lists() {
+        let mut d = json!({"status": {
+            "admissionChecks": [{"name": "kueue-x", "state": "Pending"}, {"name": "gate", "state": "Pending", "message": ""}],
+            "conditions": [{"type": "QuotaReserved", "status": "True"}],
+            "tags": [1, 2]}});
+        apply(
+            &mut d,
+            &json!({"status": {
+            "admissionChecks": [{"name": "gate", "state": "Ready"}],
+            "conditions": [{"type": "Admitted", "status": "True"}],
+            "tags": [3]}}),
+        );
+        assert_eq!(
+            d,
+            json!({"status": {
+            "admissionChecks": [{"name": "kueue-x", "state": "Pending"}, {"name": "gate", "state": "Ready", "message": ""}],
+            "conditions": [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": "True"}],
+            "tags": [3]}})
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The resources the simulated apiserver serves: one row per resource, as the real
 //! apiserver's discovery documents list them (core/v1, Trainer v1alpha1, JobSet v1alpha2,
-//! Kueue v1beta2, coordination/v1, authorization/v1; see `spec/sim.md`, "The apiserver").
+//! Kueue v1beta2, coordination/v1, authorization/v1, batch/v1; see `spec/sim.md`, "The
+//! apiserver").
 
 /// One served resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,13 +27,15 @@ pub struct Resource {
 
 const ALL: &[&str] =
     &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+/// Namespaces are not served `deletecollection` (the namespace registry has none).
+const NO_COLLECTION: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
 const CREATE_ONLY: &[&str] = &["create"];
 
 /// Every served resource. Anything else is answered `404 page not found`.
 pub const RESOURCES: &[Resource] = &[
     r("", "v1", "pods", "pod", "Pod", true, true, ALL),
     r("", "v1", "nodes", "node", "Node", false, true, ALL),
-    r("", "v1", "namespaces", "namespace", "Namespace", false, true, ALL),
+    r("", "v1", "namespaces", "namespace", "Namespace", false, true, NO_COLLECTION),
     r("", "v1", "configmaps", "configmap", "ConfigMap", true, false, ALL),
     r("", "v1", "events", "event", "Event", true, false, ALL),
     r("trainer.kubeflow.org", "v1alpha1", "trainjobs", "trainjob", "TrainJob", true, true, ALL),
@@ -79,6 +82,26 @@ pub const RESOURCES: &[Resource] = &[
         true,
         ALL,
     ),
+    r(
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "resourceflavors",
+        "resourceflavor",
+        "ResourceFlavor",
+        false,
+        false,
+        ALL,
+    ),
+    r(
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "workloadpriorityclasses",
+        "workloadpriorityclass",
+        "WorkloadPriorityClass",
+        false,
+        false,
+        ALL,
+    ),
     r("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, false, ALL),
     r(
         "authorization.k8s.io",
@@ -90,6 +113,7 @@ pub const RESOURCES: &[Resource] = &[
         false,
         CREATE_ONLY,
     ),
+    r("batch", "v1", "jobs", "job", "Job", true, true, ALL),
 ];
 
 #[allow(clippy::too_many_arguments)]

@@ -259,6 +259,13 @@ impl Sim {
         self.shared.lock().now
     }
 
+    /// The virtual clock as a function that outlives this handle's borrow, for a
+    /// component under test that reads the time itself (the gate controller).
+    pub fn clock(&self) -> impl Fn() -> Timestamp + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || shared.lock().now
+    }
+
     /// Turns settling after each mutating request on or off.
     pub fn set_auto_settle(&self, on: bool) {
         self.shared.lock().auto_settle = on;

@@ -23,7 +23,8 @@ pub struct RequestRecord {
     pub query: String,
     /// Authenticated user, if any.
     pub user: Option<String>,
-    /// Kubernetes verb (get, list, watch, create, update, patch, delete), or `discovery`.
+    /// Kubernetes verb (get, list, watch, create, update, patch, delete,
+    /// deletecollection), or `discovery`.
     pub verb: String,
     /// `plural` or `plural/subresource`, empty for discovery.
     pub resource: String,
@@ -112,7 +113,19 @@ impl State {
 
     /// Inserts an object directly (setup and controllers), filling the metadata the
     /// apiserver would; returns the stored object.
-    pub(crate) fn insert(&mut self, res: ResId, mut obj: Value, manager: &str) -> Value {
+    pub(crate) fn insert(&mut self, res: ResId, obj: Value, manager: &str) -> Value {
+        self.insert_as(res, obj, manager, "Update")
+    }
+
+    /// [`State::insert`] with the managedFields operation named (`Update` or `Apply`, for
+    /// a controller that writes by server-side apply).
+    pub(crate) fn insert_as(
+        &mut self,
+        res: ResId,
+        mut obj: Value,
+        manager: &str,
+        operation: &str,
+    ) -> Value {
         let r = &resources::RESOURCES[res];
         let ns = if r.namespaced {
             obj.pointer("/metadata/namespace")
@@ -140,7 +153,7 @@ impl State {
         }
         let time = self.now_str();
         let old = self.store.get(&Key::new(res, &ns, &name)).cloned();
-        crate::managed::record(old.as_ref(), &mut obj, manager, "Update", "", &time);
+        crate::managed::record(old.as_ref(), &mut obj, manager, operation, "", &time);
         self.store.put(Key::new(res, &ns, &name), obj)
     }
 }

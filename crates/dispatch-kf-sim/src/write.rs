@@ -311,9 +311,10 @@ pub(crate) fn patch(
     let operation = if apply { "Apply" } else { "Update" };
     if content_type.starts_with("application/json-patch+json") {
         patch::json_patch(&mut new, &p)?;
+    } else if apply {
+        patch::apply(&mut new, &p);
     } else if content_type.starts_with("application/merge-patch+json")
         || content_type.starts_with("application/strategic-merge-patch+json")
-        || apply
     {
         patch::merge(&mut new, &p);
     } else {

@@ -9,62 +9,10 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use dispatch_kf_sim::{Sim, SimOptions};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{DeleteParams, DynamicObject, LogParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, LogParams, Patch, PatchParams};
 use serde_json::{Value, json};
-
-async fn demo() -> Sim {
-    Sim::start_demo(SimOptions::default(), 2, 8).await.unwrap()
-}
-
-fn tj(name: &str, nodes: i64, suspend: bool, extra: Value) -> DynamicObject {
-    let mut v = json!({
-        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-        "metadata": {"name": name},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "suspend": suspend,
-            "trainer": {
-                "image": "trainer:1", "command": ["python", "train.py"], "numNodes": nodes,
-                "env": [{"name": "A", "value": "1"}],
-                "resourcesPerNode": {"limits": {"nvidia.com/gpu": "8"}}
-            }
-        }
-    });
-    dispatch_kf_sim_merge(&mut v, &extra);
-    serde_json::from_value(v).unwrap()
-}
-
-fn dispatch_kf_sim_merge(a: &mut Value, b: &Value) {
-    if let (Some(a), Some(b)) = (a.as_object_mut(), b.as_object()) {
-        for (k, v) in b {
-            match a.get_mut(k) {
-                Some(x) if x.is_object() && v.is_object() => dispatch_kf_sim_merge(x, v),
-                _ => {
-                    a.insert(k.clone(), v.clone());
-                }
-            }
-        }
-    }
-}
-
-fn pods(sim: &Sim) -> Vec<Value> {
-    sim.list("pods", "default")
-}
-
-fn pod_names(sim: &Sim) -> Vec<String> {
-    pods(sim).iter().map(|p| p["metadata"]["name"].as_str().unwrap().to_string()).collect()
-}
-
-fn cond<'a>(obj: &'a Value, typ: &str) -> Option<&'a Value> {
-    obj.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == typ)
-}
-
-async fn start(sim: &Sim, job: DynamicObject) {
-    trainjobs(&client(sim).await).create(&PostParams::default(), &job).await.unwrap();
-}
 
 #[tokio::test]
 async fn a_trainjob_gets_a_jobset_of_its_name_with_the_trainer_merged_in() {
@@ -174,11 +122,9 @@ async fn a_failed_pod_without_failure_policy_fails_with_failed_jobs() {
 #[tokio::test]
 async fn max_restarts_raises_the_restart_attempt_then_fails_with_reached_max_restarts() {
     let sim = demo().await;
-    let mut rt = dispatch_kf_sim::torch_distributed();
-    rt["kind"] = json!("TrainingRuntime");
-    rt["metadata"] = json!({"name": "rt", "namespace": "default"});
-    rt["spec"]["template"]["spec"]["failurePolicy"] = json!({"maxRestarts": 1});
-    sim.apply(rt).unwrap();
+    install_torch_runtime(&sim, |rt| {
+        rt["spec"]["template"]["spec"]["failurePolicy"] = json!({"maxRestarts": 1});
+    });
     start(
         &sim,
         tj(

@@ -140,6 +140,53 @@ async fn deactivating_or_a_retry_evicts_and_suspends_the_trainjob() {
     assert_eq!(cond(&wl, "QuotaReserved").unwrap()["status"], "False");
 }
 
+/// Kueue KEP-3258: a check set Retry with `requeueAfterSeconds` evicts at once, keeps
+/// the check (and its message) as written, and queues the Workload again only after
+/// the delay. The check is written by server-side apply of its own entry alone, as a
+/// check controller writes it; the other entries stay.
+#[tokio::test]
+async fn a_retry_with_a_delay_evicts_at_once_and_requeues_after_it() {
+    let sim = kueue_cluster("16").await;
+    let mut cq = sim.get("clusterqueues", "", "cq").unwrap();
+    cq["spec"]["admissionChecksStrategy"]["admissionChecks"] =
+        json!([{"name": "other-check"}, {"name": "dispatch-readmission"}]);
+    sim.apply(cq).unwrap();
+    trainjobs(&client(&sim).await)
+        .create(&PostParams::default(), &queued("job", None))
+        .await
+        .unwrap();
+    let wl = workload(&sim);
+    assert_eq!(cond(&wl, "QuotaReserved").unwrap()["status"], "True");
+    let name = wl["metadata"]["name"].as_str().unwrap().to_string();
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client(&sim).await, "default", &workloads_ar());
+    let retry = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": name, "namespace": "default"},
+        "status": {"admissionChecks": [{"name": "dispatch-readmission", "state": "Retry",
+            "message": "waiting for Release", "lastTransitionTime": "2026-01-01T00:00:00Z",
+            "requeueAfterSeconds": 60}]}});
+    api.patch_status(&name, &PatchParams::apply("gate").force(), &Patch::Apply(&retry))
+        .await
+        .unwrap();
+    let wl = workload(&sim);
+    let checks = wl["status"]["admissionChecks"].as_array().unwrap();
+    assert_eq!(checks.len(), 2, "the apply touched only its own entry: {checks:?}");
+    assert_eq!(checks[0]["name"], "other-check");
+    assert_eq!(checks[1]["message"], "waiting for Release", "kept through the delay");
+    assert_eq!(cond(&wl, "Evicted").unwrap()["reason"], "AdmissionCheck");
+    assert_eq!(cond(&wl, "QuotaReserved").unwrap()["status"], "False");
+    sim.advance(std::time::Duration::from_secs(59));
+    assert_eq!(cond(&workload(&sim), "QuotaReserved").unwrap()["status"], "False");
+    sim.advance(std::time::Duration::from_secs(2));
+    let wl = workload(&sim);
+    assert_eq!(cond(&wl, "QuotaReserved").unwrap()["status"], "True", "queued again");
+    assert_eq!(wl["status"]["admissionChecks"][1]["state"], "Pending");
+    assert_eq!(
+        wl["status"]["admissionChecks"][1]["message"],
+        "Reset to Pending after eviction. Previously: Retry"
+    );
+}
+
 #[tokio::test]
 async fn a_workload_over_quota_waits_with_pending() {
     let sim = kueue_cluster("8").await;

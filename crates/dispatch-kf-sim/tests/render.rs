@@ -1,7 +1,7 @@
 //! Snapshots of what the controllers make of each TrainJob under `fixtures/trainjobs/`
 //! on the demo cluster (two 8-GPU nodes, `torch-distributed`): the TrainJob as stored
-//! (defaults, webhook time, conditions), its JobSet, and its pods (names, labels,
-//! binding or the scheduler's reason). A new fixture file is a new test.
+//! (defaults, webhook time, conditions), its JobSet, its Jobs, and its pods (names,
+//! labels, binding or the scheduler's reason). A new fixture file is a new test.
 
 mod common;
 
@@ -22,8 +22,13 @@ fn pod_view(p: &Value) -> Value {
     })
 }
 
+fn elide(mut v: Value) -> Value {
+    v["metadata"]["managedFields"] = json!("(elided)");
+    v
+}
+
 #[test]
-fn trainer_jobset_and_pods_for_each_fixture() {
+fn trainer_jobset_jobs_and_pods_for_each_fixture() {
     insta::glob!("fixtures/trainjobs/*.json", |path| {
         let text = std::fs::read_to_string(path).unwrap();
         let job: DynamicObject = serde_json::from_str(&text).unwrap();
@@ -38,8 +43,9 @@ fn trainer_jobset_and_pods_for_each_fixture() {
             if js.is_object() {
                 js["metadata"]["managedFields"] = json!("(elided)");
             }
+            let jobs: Vec<Value> = sim.list("jobs", "default").into_iter().map(elide).collect();
             let pods: Vec<Value> = sim.list("pods", "default").iter().map(pod_view).collect();
-            json!({"trainjob": tj, "jobset": js, "pods": pods})
+            json!({"trainjob": tj, "jobset": js, "jobs": jobs, "pods": pods})
         });
         insta::assert_json_snapshot!(view);
     });

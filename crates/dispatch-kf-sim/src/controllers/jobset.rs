@@ -1,49 +1,79 @@
-//! The JobSet controller (kubernetes-sigs/jobset `pkg/controllers/jobset_controller.go`),
-//! with the Job controller folded in (the sim serves no batch/v1 Jobs): pods named
-//! `<jobset>-<rjob>-<jobidx>-<podidx>-<5 chars>` with JobSet's and the Job controller's
-//! labels and annotations, owned by the JobSet and held by the Job controller's tracking
-//! finalizer until counted; failurePolicy.maxRestarts (restart-attempt raised, old pods
-//! deleted before new ones are made); suspend; `Completed` and `Failed` with JobSet's
-//! reasons and messages.
-
-use std::collections::BTreeSet;
+//! The JobSet controller (kubernetes-sigs/jobset `pkg/controllers/jobset_controller.go`,
+//! `Reconcile` and `reconcile`): one batch/v1 Job per replicatedJob replica, controlled
+//! by the JobSet (see `jobset_jobs.rs` for what a Job carries). Each pass sorts the
+//! JobSet's Jobs as `getChildJobs` does (previous restart attempt, active, successful,
+//! failed, by the Jobs' `Complete`/`Failed` conditions only: a Job at `FailureTarget` is
+//! still active), then, in `reconcile`'s order: a finished JobSet deletes its active
+//! Jobs; Jobs of a previous attempt are deleted (foreground); a failed Job runs the
+//! failure policy (`failure_policy.go`: `maxRestarts` raises `status.restarts`, else
+//! `Failed` with `FailedJobs` / `ReachedMaxRestarts`); successful Jobs run the success
+//! policy (`Completed`/`AllJobsCompleted`); missing Jobs are created (a name still held
+//! by a Job being deleted waits, as `shouldCreateJob` does); suspend and resume.
 
 use serde_json::{Value, json};
 
-use super::util::{controlled_by, controller_ref, deleting, is_true, set_condition, str_at};
-use crate::delete::{self, DeleteOptions};
-use crate::patch::merge;
+use super::jobset_jobs::{construct_job, resume_job};
+use super::util::{
+    condition, delete_once, deleting, is_true, label, objects_at, owned, set_condition, str_at,
+    suspended,
+};
+use crate::delete::Propagation;
 use crate::resources::id;
 use crate::state::State;
 use crate::store::Key;
 
-/// The Job controller's pod finalizer.
-pub(crate) const TRACKING: &str = "batch.kubernetes.io/job-tracking";
-const RESTART: &str = "jobset.sigs.k8s.io/restart-attempt";
-const INDEX: &str = "batch.kubernetes.io/job-completion-index";
+/// The label and annotation with the JobSet's restart attempt.
+pub(crate) const RESTART: &str = "jobset.sigs.k8s.io/restart-attempt";
+/// The label and annotation with the replicated job's name.
+pub(crate) const RJOB: &str = "jobset.sigs.k8s.io/replicatedjob-name";
+const CONTROLLER: &str = "jobset.sigs.k8s.io/jobset-controller";
 const MANAGER: &str = "jobset";
 
-fn phase(p: &Value) -> &str {
-    str_at(p, "/status/phase")
+/// A JobSet's Jobs, sorted as `getChildJobs` sorts them.
+#[derive(Default)]
+struct Children {
+    previous: Vec<(Key, Value)>,
+    active: Vec<(Key, Value)>,
+    successful: Vec<(Key, Value)>,
+    failed: Vec<(Key, Value)>,
 }
 
-fn terminal(p: &Value) -> bool {
-    matches!(phase(p), "Succeeded" | "Failed")
-}
-
-fn label<'a>(p: &'a Value, k: &str) -> &'a str {
-    p.pointer("/metadata/labels").and_then(|l| l.get(k)).and_then(Value::as_str).unwrap_or_default()
-}
-
-fn drop_finalizer(state: &mut State, k: &Key) {
-    delete::remove_finalizer(state, k, TRACKING);
-}
-
-fn delete_pod(state: &mut State, k: &Key) {
-    let pending = state.store.get(k).is_some_and(deleting);
-    if !pending {
-        let _ = delete::delete(state, k, &DeleteOptions::default());
+impl Children {
+    fn read(state: &State, ns: &str, js: &Value) -> Self {
+        let restarts = int_at(js, "/status/restarts");
+        let mut out = Self::default();
+        for (k, job) in owned(state, "jobs", ns, str_at(js, "/metadata/uid")) {
+            let bucket = match label(&job, RESTART).parse::<i64>() {
+                Ok(r) if r >= restarts => {
+                    if is_true(&job, "Failed") {
+                        &mut out.failed
+                    } else if is_true(&job, "Complete") {
+                        &mut out.successful
+                    } else {
+                        &mut out.active
+                    }
+                }
+                _ => &mut out.previous,
+            };
+            bucket.push((k, job));
+        }
+        out
     }
+
+    fn names(&self) -> impl Iterator<Item = &str> {
+        [&self.previous, &self.active, &self.successful, &self.failed]
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.name.as_str())
+    }
+}
+
+fn int_at(v: &Value, ptr: &str) -> i64 {
+    v.pointer(ptr).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn replicated_jobs(js: &Value) -> Vec<Value> {
+    js.pointer("/spec/replicatedJobs").and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
 pub(crate) fn run(state: &mut State) {
@@ -53,82 +83,39 @@ pub(crate) fn run(state: &mut State) {
         .into_iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let live: BTreeSet<String> = sets
-        .iter()
-        .filter(|(_, js)| !deleting(js))
-        .map(|(_, js)| str_at(js, "/metadata/uid").to_string())
-        .collect();
     for (key, js) in sets {
-        if !deleting(&js) {
+        let managed =
+            js.pointer("/spec/managedBy").and_then(Value::as_str).is_none_or(|m| m == CONTROLLER);
+        if managed && !deleting(&js) {
             reconcile(state, &key, js);
         }
     }
-    // The Job controller lets go of pods whose Job (here: JobSet) is gone or going.
-    let orphans: Vec<Key> = state
-        .store
-        .list(id("pods"), "")
-        .into_iter()
-        .filter(|(_, p)| {
-            let tracked = p
-                .pointer("/metadata/finalizers")
-                .and_then(Value::as_array)
-                .is_some_and(|f| f.iter().any(|x| x == TRACKING));
-            tracked && !live.iter().any(|u| controlled_by(p, u))
-        })
-        .map(|(k, _)| k.clone())
-        .collect();
-    for k in orphans {
-        drop_finalizer(state, &k);
-    }
-}
-
-fn pods_of(state: &State, ns: &str, uid: &str) -> Vec<(Key, Value)> {
-    state
-        .store
-        .list(id("pods"), ns)
-        .into_iter()
-        .filter(|(_, p)| controlled_by(p, uid))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
 }
 
 fn reconcile(state: &mut State, key: &Key, mut js: Value) {
-    let now = state.now_str();
-    let before = js.clone();
-    let uid = str_at(&js, "/metadata/uid").to_string();
-    let name = key.name.clone();
-    let pods = pods_of(state, &key.ns, &uid);
-    if is_true(&js, "Completed") || is_true(&js, "Failed") {
-        for (k, p) in &pods {
-            if !terminal(p) {
-                delete_pod(state, k);
-            }
-            drop_finalizer(state, k);
-        }
+    if !objects_at(&js, &["/spec", "/status"]) {
         return;
     }
-    let attempt = js.pointer("/status/restarts").and_then(Value::as_i64).unwrap_or(0);
-    if js.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false) {
-        for (k, p) in &pods {
-            if !terminal(p) {
-                delete_pod(state, k);
-            }
-            drop_finalizer(state, k);
+    let now = state.now_str();
+    let before = js.clone();
+    let kids = Children::read(state, &key.ns, &js);
+    js["status"]["replicatedJobsStatus"] = statuses(&js, &kids);
+    if js.pointer("/status/restarts").is_none() {
+        js["status"]["restarts"] = json!(0);
+    }
+    if is_true(&js, "Completed") || is_true(&js, "Failed") {
+        for (k, _) in &kids.active {
+            delete_once(state, k, Some(Propagation::Foreground));
         }
-        set_condition(&mut js, "Suspended", "True", "SuspendedJobs", "jobset is suspended", &now);
     } else {
-        if is_true(&js, "Suspended") {
-            set_condition(&mut js, "Suspended", "False", "ResumeJobs", "jobset is resumed", &now);
+        for (k, _) in &kids.previous {
+            delete_once(state, k, Some(Propagation::Foreground));
         }
-        let old: Vec<&(Key, Value)> =
-            pods.iter().filter(|(_, p)| label(p, RESTART) != attempt.to_string()).collect();
-        for (k, _) in &old {
-            drop_finalizer(state, k);
-            delete_pod(state, k);
-        }
-        let old_remain = old.iter().any(|(k, _)| state.store.get(k).is_some());
-        if !old_remain {
-            run_jobs(state, &mut js, &name, &key.ns, attempt, &pods, &now);
+        if !kids.failed.is_empty() {
+            failure_policy(&mut js, &kids.failed, &now);
+        } else if !(success_policy(&mut js, &kids, &now)) {
+            create_jobs(state, &js, &kids);
+            suspend_or_resume(state, &mut js, &kids, &now);
         }
     }
     if js != before {
@@ -136,89 +123,82 @@ fn reconcile(state: &mut State, key: &Key, mut js: Value) {
     }
 }
 
-fn run_jobs(
-    state: &mut State,
-    js: &mut Value,
-    name: &str,
-    ns: &str,
-    attempt: i64,
-    pods: &[(Key, Value)],
-    now: &str,
-) {
-    let rjobs =
-        js.pointer("/spec/replicatedJobs").and_then(Value::as_array).cloned().unwrap_or_default();
-    let mut first_failed: Option<String> = None;
-    let (mut all_done, mut global) = (true, 0);
-    let mut statuses = Vec::new();
-    for rj in &rjobs {
-        let rname = str_at(rj, "/name").to_string();
-        let replicas = rj["replicas"].as_i64().unwrap_or(1);
-        let tspec = &rj["template"]["spec"];
-        let completions =
-            tspec["completions"].as_i64().or(tspec["parallelism"].as_i64()).unwrap_or(1);
-        let backoff = tspec["backoffLimit"].as_i64().unwrap_or(6);
-        let (mut ready, mut succeeded, mut failed, mut active) = (0, 0, 0, 0);
-        for j in 0..replicas {
-            let job = format!("{name}-{rname}-{j}");
-            let mine: Vec<&Value> = pods
-                .iter()
-                .map(|(_, p)| p)
-                .filter(|p| {
-                    label(p, "batch.kubernetes.io/job-name") == job
-                        && label(p, RESTART) == attempt.to_string()
-                })
-                .collect();
-            let failures = mine.iter().filter(|p| phase(p) == "Failed").count() as i64;
-            let done: BTreeSet<&str> =
-                mine.iter().filter(|p| phase(p) == "Succeeded").map(|p| label(p, INDEX)).collect();
-            if failures > backoff {
-                failed += 1;
-                first_failed.get_or_insert(job.clone());
-            } else if done.len() as i64 >= completions {
-                succeeded += 1;
-            } else {
-                all_done = false;
-                active += 1;
-                if mine.iter().all(|p| phase(p) == "Running") && mine.len() as i64 >= completions {
-                    ready += 1;
-                }
-                for idx in 0..completions {
-                    let live = mine.iter().any(|p| {
-                        label(p, INDEX) == idx.to_string() && !terminal(p) && !deleting(p)
-                    });
-                    if !live && !done.contains(idx.to_string().as_str()) {
-                        make_pod(state, js, rj, &job, j, global, idx, attempt, ns);
-                    }
-                }
-            }
-            global += 1;
+/// `calculateReplicatedJobStatuses`, in the order of `spec.replicatedJobs`.
+fn statuses(js: &Value, kids: &Children) -> Value {
+    let count = |jobs: &[(Key, Value)], rj: &str, f: &dyn Fn(&Value) -> bool| {
+        jobs.iter().filter(|(_, j)| label(j, RJOB) == rj && f(j)).count()
+    };
+    let ready = |j: &Value| {
+        let pods = int_at(j, "/spec/parallelism")
+            .min(j.pointer("/spec/completions").and_then(Value::as_i64).unwrap_or(i64::MAX));
+        int_at(j, "/status/succeeded") + int_at(j, "/status/ready") >= pods
+    };
+    let rows: Vec<Value> = replicated_jobs(js)
+        .iter()
+        .map(|rj| {
+            let name = str_at(rj, "/name");
+            json!({
+                "name": name,
+                "ready": count(&kids.active, name, &ready),
+                "succeeded": count(&kids.successful, name, &|_| true),
+                "failed": count(&kids.failed, name, &|_| true),
+                "active": count(&kids.active, name, &|j| int_at(j, "/status/active") > 0),
+                "suspended": count(&kids.active, name, &suspended),
+            })
+        })
+        .collect();
+    json!(rows)
+}
+
+/// `executeFailurePolicy` without rules: restart while `maxRestarts` allows, else fail,
+/// naming the Job that failed first (`messageWithFirstFailedJob`).
+fn failure_policy(js: &mut Value, failed: &[(Key, Value)], now: &str) {
+    let first = failed
+        .iter()
+        .min_by_key(|(k, j)| {
+            let at = condition(j, "Failed").map(|c| str_at(c, "/lastTransitionTime")).unwrap_or("");
+            (at.to_string(), k.name.clone())
+        })
+        .map(|(k, _)| k.name.clone())
+        .unwrap_or_default();
+    let policy = js.pointer("/spec/failurePolicy").cloned();
+    let counted = int_at(js, "/status/restartsCountTowardsMax");
+    let (reason, message) = match policy {
+        None => ("FailedJobs", "jobset failed due to one or more job failures"),
+        Some(p) if counted >= p["maxRestarts"].as_i64().unwrap_or(0) => {
+            ("ReachedMaxRestarts", "jobset failed due to reaching max number of restarts")
         }
-        statuses.push(json!({"name": rname, "ready": ready, "succeeded": succeeded, "failed": failed, "active": active, "suspended": 0}));
-    }
-    js["status"]["replicatedJobsStatus"] = json!(statuses);
-    js["status"]["restarts"] = json!(attempt);
-    if let Some(job) = first_failed {
-        let policy = js.pointer("/spec/failurePolicy").cloned();
-        let max = policy.as_ref().and_then(|p| p["maxRestarts"].as_i64()).unwrap_or(0);
-        let (reason, msg) = match policy {
-            None => ("FailedJobs", "jobset failed due to one or more job failures"),
-            Some(_) if attempt >= max => {
-                ("ReachedMaxRestarts", "jobset failed due to reaching max number of restarts")
-            }
-            Some(_) => {
-                js["status"]["restarts"] = json!(attempt + 1);
-                let counted = js
-                    .pointer("/status/restartsCountTowardsMax")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                js["status"]["restartsCountTowardsMax"] = json!(counted + 1);
-                return;
-            }
-        };
-        let message = format!("{msg} (first failed job: {job})");
-        set_condition(js, "Failed", "True", reason, &message, now);
-        js["status"]["terminalState"] = json!("Failed");
-    } else if all_done && !rjobs.is_empty() {
+        Some(_) => {
+            js["status"]["restarts"] = json!(int_at(js, "/status/restarts") + 1);
+            js["status"]["restartsCountTowardsMax"] = json!(counted + 1);
+            return;
+        }
+    };
+    let message = format!("{message} (first failed job: {first})");
+    set_condition(js, "Failed", "True", reason, &message, now);
+    js["status"]["terminalState"] = json!("Failed");
+}
+
+/// `executeSuccessPolicy`: operator `All` (the default) needs every targeted Job
+/// successful, `Any` one; no `targetReplicatedJobs` targets them all.
+fn success_policy(js: &mut Value, kids: &Children, now: &str) -> bool {
+    let policy = js.pointer("/spec/successPolicy").cloned().unwrap_or(json!({}));
+    let targets: Vec<&str> = policy["targetReplicatedJobs"]
+        .as_array()
+        .map(|t| t.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let targeted = |rj: &str| targets.is_empty() || targets.contains(&rj);
+    let expected: i64 = replicated_jobs(js)
+        .iter()
+        .filter(|rj| targeted(str_at(rj, "/name")))
+        .map(|rj| rj["replicas"].as_i64().unwrap_or(1))
+        .sum();
+    let done = kids.successful.iter().filter(|(_, j)| targeted(label(j, RJOB))).count() as i64;
+    let met = match policy["operator"].as_str() {
+        Some("Any") => done > 0,
+        _ => done >= expected && expected > 0,
+    };
+    if met {
         set_condition(
             js,
             "Completed",
@@ -229,55 +209,42 @@ fn run_jobs(
         );
         js["status"]["terminalState"] = json!("Completed");
     }
+    met
 }
 
-#[allow(clippy::too_many_arguments)]
-fn make_pod(
-    state: &mut State,
-    js: &Value,
-    rj: &Value,
-    job: &str,
-    j: i64,
-    global: i64,
-    idx: i64,
-    attempt: i64,
-    ns: &str,
-) {
-    let name = str_at(js, "/metadata/name");
-    let rname = str_at(rj, "/name");
-    let tmpl = &rj["template"]["spec"]["template"];
-    let mut labels = json!({});
-    merge(&mut labels, tmpl.pointer("/metadata/labels").unwrap_or(&json!({})));
-    // JobSet's keys go on pods as labels and annotations; the Job controller adds its own.
-    let jobset_keys = json!({
-        "jobset.sigs.k8s.io/jobset-name": name,
-        "jobset.sigs.k8s.io/replicatedjob-name": rname,
-        "jobset.sigs.k8s.io/replicatedjob-replicas": rj["replicas"].as_i64().unwrap_or(1).to_string(),
-        "jobset.sigs.k8s.io/job-index": j.to_string(),
-        "jobset.sigs.k8s.io/job-global-index": global.to_string(),
-        "jobset.sigs.k8s.io/jobset-uid": str_at(js, "/metadata/uid"),
-        RESTART: attempt.to_string(),
-        INDEX: idx.to_string(),
-    });
-    merge(&mut labels, &jobset_keys);
-    merge(&mut labels, &json!({"batch.kubernetes.io/job-name": job, "job-name": job}));
-    let mut annotations = json!({});
-    merge(&mut annotations, tmpl.pointer("/metadata/annotations").unwrap_or(&json!({})));
-    merge(&mut annotations, &jobset_keys);
-    let mut spec = tmpl["spec"].clone();
-    spec["hostname"] = json!(format!("{job}-{idx}"));
-    spec["subdomain"] = json!(name);
-    if spec["restartPolicy"].is_null() {
-        spec["restartPolicy"] = json!("OnFailure");
+/// `reconcileReplicatedJobs` / `constructJobsFromTemplate`: every replica's Job that no
+/// Job of the JobSet holds the name of yet.
+fn create_jobs(state: &mut State, js: &Value, kids: &Children) {
+    let taken: Vec<String> = kids.names().map(str::to_string).collect();
+    let mut global = 0;
+    for rj in replicated_jobs(js) {
+        for j in 0..rj["replicas"].as_i64().unwrap_or(1) {
+            let job = construct_job(js, &rj, j, global);
+            global += 1;
+            if taken.iter().any(|t| job["metadata"]["name"] == t.as_str()) {
+                continue;
+            }
+            let job = super::job::with_defaults(job, state.next_uid());
+            state.insert(id("jobs"), job, MANAGER);
+        }
     }
-    let pod_name = format!("{job}-{idx}-{}", state.suffix(5));
-    let pod = json!({
-        "metadata": {
-            "name": pod_name, "namespace": ns, "labels": labels, "annotations": annotations,
-            "ownerReferences": [controller_ref(js)], "finalizers": [super::jobset::TRACKING],
-        },
-        "spec": spec,
-        "status": {"phase": "Pending"},
-    });
-    state.insert(id("pods"), pod, MANAGER);
+}
+
+/// `suspendJobs` / `resumeJobsIfNecessary`.
+fn suspend_or_resume(state: &mut State, js: &mut Value, kids: &Children, now: &str) {
+    let suspend = suspended(js);
+    for (_, job) in &kids.active {
+        if suspend && !suspended(job) {
+            let mut next = job.clone();
+            next["spec"]["suspend"] = json!(true);
+            state.insert(id("jobs"), next, MANAGER);
+        } else if !suspend && suspended(job) && super::job::well_formed(job) {
+            state.insert(id("jobs"), resume_job(js, job), MANAGER);
+        }
+    }
+    if suspend {
+        set_condition(js, "Suspended", "True", "SuspendedJobs", "jobset is suspended", now);
+    } else if condition(js, "Suspended").is_some() {
+        set_condition(js, "Suspended", "False", "ResumeJobs", "jobset is resumed", now);
+    }
 }

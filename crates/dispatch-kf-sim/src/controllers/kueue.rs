@@ -6,7 +6,8 @@
 //! of the LocalQueue, admission checks (Admitted once all are Ready; their podSetUpdates
 //! applied through the `kueue.x-k8s.io/manager` runtime patch), eviction when
 //! `spec.active` turns false (`Deactivated`) or a check asks for a retry
-//! (`AdmissionCheck`), and the TrainJob suspended or resumed to match.
+//! (`AdmissionCheck`; queued again after the check's `requeueAfterSeconds`, checks
+//! reset to Pending then), and the TrainJob suspended or resumed to match.
 
 use serde_json::{Value, json};
 
@@ -183,20 +184,48 @@ pub(crate) fn pods_ready_timeout(state: &mut State, key: &Key) -> bool {
 }
 
 fn release(wl: &mut Value, reason: &str, message: &str, now: &str) {
+    evict(wl, reason, message, now);
+    reset_checks(wl);
+}
+
+/// Evicts: the quota is released and the Workload is no longer admitted.
+fn evict(wl: &mut Value, reason: &str, message: &str, now: &str) {
     set_condition(wl, "Evicted", "True", reason, message, now);
     set_condition(wl, "QuotaReserved", "False", "Pending", message, now);
     set_condition(wl, "Admitted", "False", "NoReservation", "The workload has no reservation", now);
     if let Some(s) = wl["status"].as_object_mut() {
         s.remove("admission");
     }
+}
+
+/// Every admission check back to Pending, as Kueue resets them when it queues an
+/// evicted Workload again.
+fn reset_checks(wl: &mut Value) {
     for c in wl
         .pointer_mut("/status/admissionChecks")
         .and_then(Value::as_array_mut)
         .into_iter()
         .flatten()
+        .filter(|c| c["state"] != "Pending")
     {
+        let previous = str_at(c, "/state").to_string();
         c["state"] = json!("Pending");
+        c["message"] = json!(format!("Reset to Pending after eviction. Previously: {previous}"));
     }
+}
+
+/// The longest `requeueAfterSeconds` of the checks in Retry (Kueue KEP-3258): Kueue
+/// evicts at once but keeps the checks as they are, and queues the Workload again only
+/// after it.
+fn retry_delay(wl: &Value) -> i64 {
+    let checks = wl.pointer("/status/admissionChecks").and_then(Value::as_array);
+    checks
+        .into_iter()
+        .flatten()
+        .filter(|c| c["state"] == "Retry")
+        .filter_map(|c| c["requeueAfterSeconds"].as_i64())
+        .max()
+        .unwrap_or(0)
 }
 
 fn reconcile(state: &mut State, key: &Key, mut wl: Value) {
@@ -214,8 +243,19 @@ fn reconcile(state: &mut State, key: &Key, mut wl: Value) {
             release(&mut wl, "Deactivated", "The workload is deactivated", &now);
         }
     } else if reserved && retry {
-        release(&mut wl, "AdmissionCheck", "At least one admission check is false", &now);
+        let delay = retry_delay(&wl);
+        evict(&mut wl, "AdmissionCheck", "At least one admission check is false", &now);
+        if delay > 0 {
+            let at =
+                state.now.checked_add(jiff::SignedDuration::from_secs(delay)).unwrap_or(state.now);
+            wl["status"]["requeueState"]["requeueAt"] = json!(at.to_string());
+        } else {
+            reset_checks(&mut wl);
+        }
     } else if !reserved && !backing_off(state, &wl) {
+        if retry {
+            reset_checks(&mut wl);
+        }
         reserve(state, &mut wl, &now);
     }
     if is_true(&wl, "QuotaReserved") {
@@ -401,8 +441,14 @@ fn sync_job(state: &mut State, wl: &Value) {
             wl.pointer("/status/admissionChecks").and_then(Value::as_array).into_iter().flatten()
         {
             for u in c["podSetUpdates"].as_array().into_iter().flatten() {
-                crate::patch::merge(&mut labels, &u["labels"]);
-                crate::patch::merge(&mut annotations, &u["annotations"]);
+                // An update without labels (or annotations) leaves them as they are.
+                for (into, from) in
+                    [(&mut labels, &u["labels"]), (&mut annotations, &u["annotations"])]
+                {
+                    if from.is_object() {
+                        crate::patch::merge(into, from);
+                    }
+                }
             }
         }
         let patch = json!({"manager": PATCH_MANAGER, "time": state.now_str(), "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [

@@ -2,11 +2,16 @@
 //! function of the state and the virtual clock, so a run is deterministic.
 
 pub(crate) mod gc;
+pub(crate) mod job;
+mod job_pods;
 pub(crate) mod jobset;
+mod jobset_jobs;
 pub(crate) mod kubelet;
 pub(crate) mod kueue;
 pub(crate) mod nodes;
 pub(crate) mod scheduler;
+mod sha1;
+mod snapshot;
 pub(crate) mod trainer;
 pub(crate) mod util;
 
@@ -23,6 +28,7 @@ pub(crate) fn settle(state: &mut State) {
         kueue::run(state);
         trainer::run(state);
         jobset::run(state);
+        job::run(state);
         scheduler::run(state);
         kubelet::run(state);
         nodes::run(state);

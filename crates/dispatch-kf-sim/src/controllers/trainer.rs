@@ -3,15 +3,20 @@
 //! a JobSet of the TrainJob's name, controlled by it, built from the runtime's JobSet
 //! template merged with `spec.trainer` and `spec.runtimePatches`; suspend propagated;
 //! `Suspended`/`Resumed` conditions; JobSet `Completed`/`Failed` copied as `Complete`/
-//! `Failed`; `activeDeadlineSeconds` failing the TrainJob and deleting the JobSet.
+//! `Failed`; `activeDeadlineSeconds` failing the TrainJob and deleting the JobSet; a
+//! runtime kind it has no runtime for fails the TrainJob with
+//! `TrainingRuntimeNotSupported` (`Reconcile`). The runtime comes from the TrainJob's
+//! runtime snapshot (`snapshot.rs`).
 
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
+use super::snapshot;
 use super::util::{
     condition, controlled_by, controller_ref, deleting, is_true, set_condition, str_at,
 };
 use crate::TRAINER_CONTROLLER;
+use crate::admission::{runtime_supported, unsupported_runtime};
 use crate::delete::{self, DeleteOptions, Propagation};
 use crate::patch::merge;
 use crate::resources::id;
@@ -22,17 +27,6 @@ use crate::store::Key;
 const ANCESTOR: &str = "trainer.kubeflow.org/trainjob-ancestor-step";
 const MANAGER: &str = "trainer";
 const TORCH_PORT: &str = "29400";
-
-fn runtime(state: &State, ns: &str, tj: &Value) -> Option<Value> {
-    let kind = str_at(tj, "/spec/runtimeRef/kind");
-    let name = str_at(tj, "/spec/runtimeRef/name");
-    let key = if kind == "TrainingRuntime" {
-        Key::new(id("trainingruntimes"), ns, name)
-    } else {
-        Key::new(id("clustertrainingruntimes"), "", name)
-    };
-    state.store.get(&key).cloned()
-}
 
 fn is_trainer_job(rjob: &Value) -> bool {
     rjob.pointer(&format!("/template/metadata/labels/{}", ANCESTOR.replace('/', "~1")))
@@ -189,6 +183,11 @@ fn reconcile(state: &mut State, key: &Key, mut tj: Value) {
     let before = tj.clone();
     let js_key = Key::new(id("jobsets"), &key.ns, &key.name);
     let uid = str_at(&tj, "/metadata/uid").to_string();
+    let (group, kind, _) = snapshot::runtime_ref(&tj);
+    if !runtime_supported(group, kind) {
+        let message = unsupported_runtime(group, kind);
+        set_condition(&mut tj, "Failed", "True", "TrainingRuntimeNotSupported", &message, &now);
+    }
     let finished = is_true(&tj, "Complete") || is_true(&tj, "Failed");
     let suspended = tj.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false);
     if !finished {
@@ -221,7 +220,7 @@ fn reconcile(state: &mut State, key: &Key, mut tj: Value) {
 }
 
 fn sync_jobset(state: &mut State, js_key: &Key, tj: &mut Value, uid: &str, now: &str) {
-    let Some(rt) = runtime(state, &js_key.ns, tj) else { return };
+    let Some(rt) = snapshot::runtime(state, tj) else { return };
     let want = desired(tj, &rt);
     match state.store.get(js_key).cloned() {
         None => {

@@ -82,3 +82,69 @@ pub(crate) fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
 pub(crate) fn deleting(v: &Value) -> bool {
     v.pointer("/metadata/deletionTimestamp").is_some()
 }
+
+/// A label's value, or `""`.
+pub(crate) fn label<'a>(obj: &'a Value, key: &str) -> &'a str {
+    obj.pointer("/metadata/labels")
+        .and_then(|l| l.get(key))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// A pod's phase, or `""`.
+pub(crate) fn phase(pod: &Value) -> &str {
+    str_at(pod, "/status/phase")
+}
+
+/// Whether a pod has finished (`Succeeded` or `Failed`).
+pub(crate) fn terminal(pod: &Value) -> bool {
+    matches!(phase(pod), "Succeeded" | "Failed")
+}
+
+/// Whether `spec.suspend` is true.
+pub(crate) fn suspended(obj: &Value) -> bool {
+    obj.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// Whether an object carries a finalizer.
+pub(crate) fn has_finalizer(obj: &Value, name: &str) -> bool {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|x| x == name))
+}
+
+/// The objects of a resource in a namespace controlled by the object with `uid`, by name.
+pub(crate) fn owned(
+    state: &crate::state::State,
+    plural: &str,
+    ns: &str,
+    uid: &str,
+) -> Vec<(crate::store::Key, Value)> {
+    state
+        .store
+        .list(crate::resources::id(plural), ns)
+        .into_iter()
+        .filter(|(_, v)| controlled_by(v, uid))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Deletes an object unless its deletion has already started.
+pub(crate) fn delete_once(
+    state: &mut crate::state::State,
+    key: &crate::store::Key,
+    propagation: Option<crate::delete::Propagation>,
+) {
+    let pending = state.store.get(key).is_none_or(deleting);
+    if !pending {
+        let opts = crate::delete::DeleteOptions { propagation, ..Default::default() };
+        let _ = crate::delete::delete(state, key, &opts);
+    }
+}
+
+/// Whether every field at `ptrs` is absent, null or an object: the shape a controller
+/// needs before it writes into those fields. A malformed object is left alone rather
+/// than making the controller panic.
+pub(crate) fn objects_at(v: &Value, ptrs: &[&str]) -> bool {
+    ptrs.iter().all(|p| v.pointer(p).is_none_or(|x| x.is_null() || x.is_object()))
+}

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use dispatch_kf_sim::{Sim, SimOptions};
+use kube::api::PostParams;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
@@ -113,4 +114,86 @@ pub fn api_status(e: kube::Error) -> kube::core::Status {
 
 pub fn field<'a>(o: &'a DynamicObject, ptr: &str) -> Option<&'a Value> {
     o.data.pointer(ptr)
+}
+
+/// The demo cluster: two 8-GPU nodes and `torch-distributed`.
+pub async fn demo() -> Sim {
+    Sim::start_demo(SimOptions::default(), 2, 8).await.unwrap()
+}
+
+/// A TrainJob on `torch-distributed` with `nodes` nodes of 8 GPUs, `extra` merged in.
+pub fn tj(name: &str, nodes: i64, suspend: bool, extra: Value) -> DynamicObject {
+    let mut v = json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "suspend": suspend,
+            "trainer": {
+                "image": "trainer:1", "command": ["python", "train.py"], "numNodes": nodes,
+                "env": [{"name": "A", "value": "1"}],
+                "resourcesPerNode": {"limits": {"nvidia.com/gpu": "8"}}
+            }
+        }
+    });
+    dispatch_kf_sim_merge(&mut v, &extra);
+    serde_json::from_value(v).unwrap()
+}
+
+/// A JSON merge of `b` into `a` (objects merged, anything else replaced).
+pub fn dispatch_kf_sim_merge(a: &mut Value, b: &Value) {
+    if let (Some(a), Some(b)) = (a.as_object_mut(), b.as_object()) {
+        for (k, v) in b {
+            match a.get_mut(k) {
+                Some(x) if x.is_object() && v.is_object() => dispatch_kf_sim_merge(x, v),
+                _ => {
+                    a.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+}
+
+/// The pods of `default`.
+pub fn pods(sim: &Sim) -> Vec<Value> {
+    sim.list("pods", "default")
+}
+
+/// The names of the pods of `default`.
+pub fn pod_names(sim: &Sim) -> Vec<String> {
+    pods(sim).iter().map(|p| p["metadata"]["name"].as_str().unwrap().to_string()).collect()
+}
+
+/// A condition of an object, by type.
+pub fn cond<'a>(obj: &'a Value, typ: &str) -> Option<&'a Value> {
+    obj.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == typ)
+}
+
+/// Creates a TrainJob in `default` through the API.
+pub async fn start(sim: &Sim, job: DynamicObject) {
+    trainjobs(&client(sim).await).create(&PostParams::default(), &job).await.unwrap();
+}
+
+/// Installs `torch-distributed` as the TrainingRuntime `rt` in `default`, after `edit`.
+pub fn install_torch_runtime(sim: &Sim, edit: impl FnOnce(&mut Value)) {
+    let mut rt = dispatch_kf_sim::torch_distributed();
+    rt["kind"] = json!("TrainingRuntime");
+    rt["metadata"] = json!({"name": "rt", "namespace": "default"});
+    edit(&mut rt);
+    sim.apply(rt).unwrap();
+}
+
+/// The demo cluster with the garbage collector lagging `secs` seconds of virtual time.
+pub async fn demo_with_gc_lag(secs: u64) -> Sim {
+    let opts = SimOptions { gc_lag: Duration::from_secs(secs), ..Default::default() };
+    Sim::start_demo(opts, 2, 8).await.unwrap()
+}
+
+/// Deletes the TrainJob `name` with `propagationPolicy: Background` through the API.
+pub async fn delete_in_background(sim: &Sim, name: &str) {
+    let dp = kube::api::DeleteParams {
+        propagation_policy: Some(kube::api::PropagationPolicy::Background),
+        ..Default::default()
+    };
+    trainjobs(&client(sim).await).delete(name, &dp).await.unwrap();
 }
