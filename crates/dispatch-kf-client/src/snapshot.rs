@@ -50,12 +50,15 @@ impl Cluster {
             self.objects(TRAINING_RUNTIME, ns),
             self.objects(POD, ns),
         );
-        let (train_jobs, job_sets, runtimes, labelled_pods) = futures::try_join!(
-            tj.of_job(cx, &by_label, &mine),
+        // Children before parents: an object is made after its owner, so a child read
+        // first whose owner the later read misses really has lost it. Read together, a
+        // JobSet made between the two lists would look orphaned for one snapshot.
+        let (job_sets, runtimes, labelled_pods) = futures::try_join!(
             js.of_job(cx, &by_label, &mine),
             rt.of_job(cx, &by_label, &mine),
             pod.list(cx, &by_label),
         )?;
+        let train_jobs = tj.of_job(cx, &by_label, &mine).await?;
 
         let mut snapshot = Snapshot::default();
         let job_set_names: BTreeSet<String> =

@@ -71,19 +71,19 @@ impl Inner {
             return Err(unsupported());
         }
         let snapshot = self.snapshot(cx, &target.job).await?;
-        let node_names = match object.kind {
+        let pods: Vec<_> = match object.kind {
             ObjectKind::TrainJob | ObjectKind::JobSet => {
-                ranks::execution_nodes(&snapshot, &object.name)
+                ranks::current_execution(&snapshot, &object.name)
             }
             ObjectKind::Pod => snapshot
                 .pods
                 .iter()
                 .chain(&snapshot.captured_pods)
                 .filter(|p| p.meta.uid() == object.uid)
-                .filter_map(|p| p.node_name.get().map(str::to_owned))
                 .collect(),
             ObjectKind::TrainingRuntime => Vec::new(),
         };
+        let node_names = ranks::nodes_of(&pods);
         let nodes = self.cluster.objects(NODE, "");
         let mut states = Vec::new();
         for name in node_names {
@@ -99,6 +99,6 @@ impl Inner {
             };
             states.push(ranks::node_state(&name, node));
         }
-        Ok(Cessation { ceased: states.iter().all(|s| s.ceased), nodes: states })
+        Ok(Cessation { ceased: ranks::has_ceased(!pods.is_empty(), &states), nodes: states })
     }
 }
