@@ -3,21 +3,28 @@
 //! - `cargo xtask test`: every test of the workspace (what `.ci/run` runs).
 //! - `cargo xtask ci`: formatting, clippy with warnings denied, docs, then the tests.
 //! - `cargo xtask bench classify`: offline classification against a plain JSON parse.
+//! - `cargo xtask e2e --kubeconfig FILE`: the end-to-end suite against a real cluster.
+//! - `cargo xtask install`: installs `dispatch-kf` and the kubectl plugin `kubectl-dispatch`.
 //!
 //! `tidy.rs` holds checks on the codebase itself, run as tests.
 
 mod bench;
+mod e2e;
+mod install;
 mod run;
 #[cfg(test)]
 mod tidy;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <test|ci|bench classify>
+const USAGE: &str = "usage: cargo xtask <test|ci|bench classify|e2e --kubeconfig FILE|install>
 
   test             run every test of the workspace
   ci               cargo fmt --check, clippy -D warnings, cargo doc, then test
-  bench classify   time dispatch-kf classify against serde_json on generated dumps";
+  bench classify   time dispatch-kf classify against serde_json on generated dumps
+  e2e --kubeconfig FILE
+                   run the end-to-end suite against a real cluster (docs/e2e.md)
+  install          cargo install dispatch-kf and the kubectl plugin kubectl-dispatch";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,6 +32,8 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
         Some("bench") => bench::run(&args[1..]),
+        Some("e2e") => e2e::run(&args[1..]),
+        Some("install") => install::run(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);

@@ -19,12 +19,18 @@ pub(crate) fn cargo(args: &[&str]) -> Result {
     cargo_env(args, &[])
 }
 
+/// The variable that points the end-to-end suite at a real cluster. It reaches cargo
+/// only when a workflow passes it (`cargo xtask e2e`), never from the caller's shell:
+/// `cargo xtask test` must not run against whatever cluster a user last tested.
+pub(crate) const E2E_KUBECONFIG: &str = "DISPATCH_KF_E2E_KUBECONFIG";
+
 /// Runs `cargo <args>` with extra environment variables.
 pub(crate) fn cargo_env(args: &[&str], env: &[(&str, &str)]) -> Result {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     eprintln!("$ cargo {}", args.join(" "));
     let status = Command::new(cargo)
         .args(args)
+        .env_remove(E2E_KUBECONFIG)
         .envs(env.iter().copied())
         .current_dir(project_root())
         .status()

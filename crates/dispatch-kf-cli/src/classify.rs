@@ -78,8 +78,8 @@ pub(crate) fn run(args: Args) -> Result<(), Error> {
     let format = args.output.unwrap_or(if terminal { Format::Table } else { Format::Json });
     match format {
         Format::Table | Format::Wide => {
-            let width = (format == Format::Table).then(table::terminal_width);
-            output::write_stdout(table::render(&observations, now, width).as_bytes())
+            let layout = table::Layout::stdout(format == Format::Wide);
+            output::write_stdout(table::render(&observations, now, layout).as_bytes())
         }
         Format::Json | Format::Yaml => output::print_structured(&observations, format),
     }

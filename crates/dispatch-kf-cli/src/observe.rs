@@ -137,7 +137,7 @@ pub(crate) fn watch(args: WatchArgs) -> Result<()> {
             Some(Format::Table | Format::Wide) => false,
             None => !std::io::IsTerminal::is_terminal(&std::io::stdout()),
         };
-        let width = (args.output != Some(Format::Wide)).then(table::terminal_width);
+        let layout = table::Layout::stdout(args.output == Some(Format::Wide));
         let mut header = true;
         // The stream runs until interrupted; each subscription is renewed when it ends.
         let forever = dispatch_core::CallContext::background();
@@ -149,7 +149,7 @@ pub(crate) fn watch(args: WatchArgs) -> Result<()> {
                         serde_json::to_string(&obs).map_err(|e| Error::invalid(e.to_string()))?;
                     format!("{line}\n")
                 } else {
-                    let table = table::render(&[obs], jiff::Timestamp::now(), width);
+                    let table = table::render(&[obs], jiff::Timestamp::now(), layout);
                     let skip = if header { 0 } else { 1 };
                     header = false;
                     table.lines().skip(skip).map(|l| format!("{l}\n")).collect()

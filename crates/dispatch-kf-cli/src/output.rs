@@ -81,8 +81,8 @@ pub(crate) fn print_observations(
     let format = format.unwrap_or(if terminal { Format::Table } else { Format::Json });
     match format {
         Format::Table | Format::Wide => {
-            let width = (format == Format::Table).then(crate::table::terminal_width);
-            write_stdout(crate::table::render(observations, now, width).as_bytes())
+            let layout = crate::table::Layout::stdout(format == Format::Wide);
+            write_stdout(crate::table::render(observations, now, layout).as_bytes())
         }
         Format::Json | Format::Yaml => print_structured(&observations, format),
     }

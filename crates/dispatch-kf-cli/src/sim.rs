@@ -39,11 +39,15 @@ struct ServeArgs {
     /// GPUs (`nvidia.com/gpu`) per node.
     #[arg(long, default_value_t = 8)]
     gpus: u32,
-    /// Also install Kueue's objects: a ClusterQueue with GPU quota whose admission
-    /// checks list `dispatch-readmission`, that AdmissionCheck, and the LocalQueue
-    /// `team-a` in the default namespace.
+    /// Also install Kueue's objects: a ResourceFlavor, a ClusterQueue with GPU quota
+    /// whose admission checks list `dispatch-readmission`, that AdmissionCheck, and the
+    /// LocalQueue `team-a` in the default namespace.
     #[arg(long)]
     kueue: bool,
+    /// With --kueue, also run the readmission gate controller (dispatch-kf-gate)
+    /// in-process, so Kueue-mode settings pass preflight at once.
+    #[arg(long, requires = "kueue")]
+    gate: bool,
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
@@ -77,13 +81,66 @@ impl ServeArgs {
             None => print!("{kubeconfig}"),
         }
         eprintln!("dispatch-kf: serving until interrupted (Ctrl-C); type help for the console");
+        let gate = match self.gate {
+            true => Some(Gate::start(&sim).await?),
+            false => None,
+        };
         let sim = Arc::new(sim);
         let clock = tokio::spawn(tick(sim.clone()));
         let console = tokio::spawn(read_console(sim.clone()));
         let stopped = tokio::signal::ctrl_c().await;
         clock.abort();
         console.abort();
+        if let Some(gate) = gate {
+            gate.stop().await;
+        }
         stopped.map_err(|e| Error::unreachable(format!("cannot wait for Ctrl-C: {e}")))
+    }
+}
+
+/// The readmission gate controller, run in-process against a simulated cluster on its
+/// virtual clock, with the Lease `dispatch-system/dispatch-readmission-gate` that
+/// Kueue-mode settings name by default.
+pub(crate) struct Gate {
+    stop: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Gate {
+    /// Starts the controller; it holds the Lease within one try.
+    pub(crate) async fn start(sim: &Sim) -> Result<Gate> {
+        let failed = |e: &dyn std::fmt::Display| {
+            Error::unreachable(format!("cannot start the readmission gate: {e}"))
+        };
+        let yaml = sim.kubeconfig_yaml("admin").map_err(|e| failed(&e))?;
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).map_err(|e| failed(&e))?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .map_err(|e| failed(&e))?;
+        let client = kube::Client::try_from(config).map_err(|e| failed(&e))?;
+        let mut options = dispatch_kf_gate::Options::new(
+            "dispatch-system",
+            "dispatch-readmission-gate",
+            "dispatch-kf-gate-embedded",
+        );
+        options.clock = Arc::new(sim.clock());
+        options.retry_period = std::time::Duration::from_millis(200);
+        let stop = tokio_util::sync::CancellationToken::new();
+        let task = tokio::spawn(dispatch_kf_gate::run(client, options, stop.clone()));
+        Ok(Gate { stop, task })
+    }
+
+    /// Stops the controller and gives its Lease up.
+    pub(crate) async fn stop(mut self) {
+        self.stop.cancel();
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for Gate {
+    /// A gate dropped without [`Gate::stop`] stops at its next step, Lease kept.
+    fn drop(&mut self) {
+        self.stop.cancel();
     }
 }
 
@@ -119,8 +176,18 @@ async fn read_console(sim: Arc<Sim>) {
     }
 }
 
-/// The Kueue objects the readmission gate needs (spec/cli.md).
-fn install_kueue(sim: &Sim, quota: u32) -> std::result::Result<(), dispatch_kf_sim::SimError> {
+/// The Kueue objects the readmission gate needs (spec/cli.md): the ResourceFlavor
+/// `default-flavor`, the ClusterQueue `gpu` with `quota` GPUs whose admission checks
+/// list `dispatch-readmission`, that AdmissionCheck (its controller marks it Active),
+/// the namespace of the gate's Lease, and the LocalQueue `team-a` in `default`.
+pub(crate) fn install_kueue(
+    sim: &Sim,
+    quota: u32,
+) -> std::result::Result<(), dispatch_kf_sim::SimError> {
+    sim.apply(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+        "metadata": {"name": "default-flavor"}
+    }))?;
     sim.apply(json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu"},
         "spec": {
@@ -134,6 +201,10 @@ fn install_kueue(sim: &Sim, quota: u32) -> std::result::Result<(), dispatch_kf_s
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "dispatch-readmission"},
         "spec": {"controllerName": dispatch_kf_model::keys::GATE_CONTROLLER_NAME}
     }))?;
+    // Where the gate controller keeps its Lease (docs/gate.md).
+    sim.apply(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dispatch-system"}}),
+    )?;
     sim.apply(json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
         "metadata": {"name": "team-a", "namespace": "default"}, "spec": {"clusterQueue": "gpu"}

@@ -1,10 +1,63 @@
-//! The table `classify` (and later `find` and `watch`) prints: one row per object with
+//! The table `classify`, `find`, `inspect` and `watch` print: one row per object with
 //! KIND, NAME, SUB, STATE, CAUSE, PROVENANCE, EXEC (`A+J`), FLAGS, AGE and DETAIL
 //! (spec/cli.md "Output"). DETAIL is cut to the terminal's width unless the format is
-//! `wide`.
+//! `wide`; STATE is coloured on a terminal unless `NO_COLOR` is set.
 
-use dispatch_core::{ObjectObs, Provenance};
+use std::ffi::OsStr;
+
+use dispatch_core::{CauseKind, ObjectObs, ObjectState, Provenance};
 use jiff::Timestamp;
+
+/// How a table is laid out: the width DETAIL is cut to (none for `wide`), and whether
+/// STATE is coloured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// The line width to fit, or `None` to show every DETAIL whole.
+    pub(crate) width: Option<usize>,
+    /// Whether to colour STATE with ANSI escapes.
+    pub(crate) colour: bool,
+}
+
+impl Layout {
+    /// The layout for standard output: `wide` shows the whole detail; colour only on a
+    /// terminal and without `NO_COLOR`.
+    pub(crate) fn stdout(wide: bool) -> Layout {
+        use std::io::IsTerminal;
+        let terminal = std::io::stdout().is_terminal();
+        Layout {
+            width: (!wide).then(terminal_width),
+            colour: colour(terminal, std::env::var_os("NO_COLOR").as_deref()),
+        }
+    }
+}
+
+/// Whether to colour: only on a terminal, and never when `NO_COLOR` is set to anything
+/// but the empty string (<https://no-color.org>).
+pub(crate) fn colour(terminal: bool, no_color: Option<&OsStr>) -> bool {
+    terminal && no_color.is_none_or(OsStr::is_empty)
+}
+
+/// The ANSI colour of a state: green running, yellow waiting (pending, gated), cyan
+/// held, red ended with a cause, green ended with nothing to explain.
+fn state_colour(state: ObjectState, cause: CauseKind) -> &'static str {
+    match state {
+        ObjectState::Running => "32",
+        ObjectState::Pending | ObjectState::Gated => "33",
+        ObjectState::Held => "36",
+        ObjectState::Ended if cause == CauseKind::None => "32",
+        ObjectState::Ended => "31",
+    }
+}
+
+/// How a provenance is written; `-` for none.
+pub(crate) fn provenance_name(provenance: Option<Provenance>) -> &'static str {
+    match provenance {
+        Some(Provenance::Scheduler) => "scheduler",
+        Some(Provenance::Application) => "application",
+        Some(Provenance::Actor) => "actor",
+        None => "-",
+    }
+}
 
 /// The column headers.
 const HEADERS: [&str; 10] =
@@ -16,14 +69,20 @@ const DEFAULT_WIDTH: usize = 120;
 /// The narrowest DETAIL column a cut leaves.
 const MIN_DETAIL: usize = 20;
 
-/// The terminal's width, from `COLUMNS`, else [`DEFAULT_WIDTH`].
+/// The terminal's width: standard output's, else `COLUMNS`, else [`DEFAULT_WIDTH`].
 pub(crate) fn terminal_width() -> usize {
-    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(DEFAULT_WIDTH)
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
+    let terminal = terminal_size::terminal_size().map(|(w, _)| usize::from(w.0));
+    terminal.or(columns).unwrap_or(DEFAULT_WIDTH)
 }
 
-/// The table of `observations`; with `width`, each line's DETAIL is cut to fit it.
-pub(crate) fn render(observations: &[ObjectObs], now: Timestamp, width: Option<usize>) -> String {
+/// The table of `observations`, laid out as `layout` says.
+pub(crate) fn render(observations: &[ObjectObs], now: Timestamp, layout: Layout) -> String {
     let rows: Vec<[String; 10]> = observations.iter().map(|o| row(o, now)).collect();
+    let colours: Vec<Option<&str>> = observations
+        .iter()
+        .map(|o| layout.colour.then(|| state_colour(o.state, o.cause.kind)))
+        .collect();
     let mut widths = HEADERS.map(str::len);
     for r in &rows {
         for (w, cell) in widths.iter_mut().zip(r.iter()).take(9) {
@@ -32,14 +91,20 @@ pub(crate) fn render(observations: &[ObjectObs], now: Timestamp, width: Option<u
     }
     let mut out = String::new();
     let header = HEADERS.map(str::to_owned);
-    for r in std::iter::once(&header).chain(rows.iter()) {
+    let lines = std::iter::once((&header, None)).chain(rows.iter().zip(colours));
+    for (r, colour) in lines {
         let mut line = String::new();
+        let mut visible = 0;
         for (i, cell) in r.iter().enumerate().take(9) {
-            line.push_str(cell);
-            line.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
+            let pad = " ".repeat(widths[i] - cell.chars().count() + 2);
+            match colour.filter(|_| i == 3) {
+                Some(c) => line.push_str(&format!("\x1b[{c}m{cell}\x1b[0m{pad}")),
+                None => line.push_str(&format!("{cell}{pad}")),
+            }
+            visible += widths[i] + 2;
         }
-        let detail = match width {
-            Some(w) => cut(&r[9], w.saturating_sub(line.chars().count()).max(MIN_DETAIL)),
+        let detail = match layout.width {
+            Some(w) => cut(&r[9], w.saturating_sub(visible).max(MIN_DETAIL)),
             None => r[9].clone(),
         };
         line.push_str(&detail);
@@ -50,12 +115,7 @@ pub(crate) fn render(observations: &[ObjectObs], now: Timestamp, width: Option<u
 }
 
 fn row(o: &ObjectObs, now: Timestamp) -> [String; 10] {
-    let provenance = match o.cause.provenance {
-        Some(Provenance::Scheduler) => "scheduler",
-        Some(Provenance::Application) => "application",
-        Some(Provenance::Actor) => "actor",
-        None => "-",
-    };
+    let provenance = provenance_name(o.cause.provenance);
     let exec =
         o.execution.map_or("-".to_owned(), |e| format!("{}+{}", e.admission, e.restart_attempt));
     let mut flags = Vec::new();
@@ -125,5 +185,64 @@ mod tests {
     fn detail_is_cut_with_an_ellipsis() {
         assert_eq!(cut("abcdef", 6), "abcdef");
         assert_eq!(cut("abcdefg", 6), "abc...");
+    }
+
+    fn observation(detail: &str) -> ObjectObs {
+        serde_json::from_value(serde_json::json!({
+            "object": {"backend": "kf", "kind": "TrainJob", "namespace": "training",
+                       "name": "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1", "uid": "u"},
+            "submission": 1, "state": "ended", "adminHeld": false, "holdInstance": null,
+            "cause": {"kind": "out-of-memory", "provenance": "scheduler", "actor": null,
+                      "detail": detail, "exitCode": 137, "at": null},
+            "execution": {"admission": 1, "restartAttempt": 0, "index": 1},
+            "foreign": false, "seenAt": "2026-11-29T12:00:00Z"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn rows_fit_the_width_by_cutting_detail_and_wide_shows_it_whole() {
+        let now: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let detail = "pod dj-x-s1-node-0-1-2e83e: node exited 137: OOMKilled; ".repeat(4);
+        let obs = [observation(&detail)];
+        for width in [130, 140, 160] {
+            let layout = Layout { width: Some(width), colour: false };
+            let text = render(&obs, now, layout);
+            for line in text.lines() {
+                assert!(line.chars().count() <= width, "{width}: {line}");
+            }
+            assert!(text.lines().nth(1).unwrap().ends_with("..."), "{text}");
+        }
+        let narrow = render(&obs, now, Layout { width: Some(10), colour: false });
+        let row = narrow.lines().nth(1).unwrap();
+        assert!(row.ends_with("..."), "{narrow}");
+        assert_eq!(row.split("  ").last().unwrap().chars().count(), MIN_DETAIL, "{narrow}");
+        let wide = render(&obs, now, Layout { width: None, colour: false });
+        assert!(wide.lines().nth(1).unwrap().ends_with(detail.trim_end()), "{wide}");
+    }
+
+    #[test]
+    fn colour_marks_only_the_state_and_keeps_columns_aligned() {
+        let now: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let obs = [observation("d")];
+        let plain = render(&obs, now, Layout { width: None, colour: false });
+        let coloured = render(&obs, now, Layout { width: None, colour: true });
+        assert!(!plain.contains('\x1b'));
+        assert!(coloured.contains("\x1b[31mended\x1b[0m"), "{coloured}");
+        assert_eq!(coloured.replace("\x1b[31m", "").replace("\x1b[0m", ""), plain);
+    }
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        let set = |v: &str| Some(OsStr::new(v).to_owned());
+        for (terminal, no_color, want) in [
+            (true, None, true),
+            (true, set(""), true),
+            (true, set("1"), false),
+            (false, None, false),
+            (false, set("1"), false),
+        ] {
+            assert_eq!(colour(terminal, no_color.as_deref()), want, "{terminal} {no_color:?}");
+        }
     }
 }

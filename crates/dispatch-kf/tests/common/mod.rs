@@ -22,7 +22,12 @@ fn fixture(path: &str) -> Value {
 
 /// A simulated cluster ready for the adapter.
 pub async fn cluster() -> Sim {
-    let sim = Sim::start(SimOptions::default()).await.unwrap();
+    cluster_with(SimOptions::default()).await
+}
+
+/// [`cluster`], started with `options`.
+pub async fn cluster_with(options: SimOptions) -> Sim {
+    let sim = Sim::start(options).await.unwrap();
     sim.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})).unwrap();
     sim.apply(fixture("render/runtime-torch.json")).unwrap();
     for i in 0..4 {

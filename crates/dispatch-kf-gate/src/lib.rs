@@ -1,0 +1,173 @@
+//! `dispatch-kf-gate`: dispatch's Kueue readmission gate (`spec/gates.md`, "The gate
+//! controller").
+//!
+//! An AdmissionCheck controller. While this replica holds the coordination.k8s.io
+//! Lease it keeps dispatch's AdmissionChecks `Active=True` and sets each Workload's
+//! check Ready (with the admission count for the pods) only when dispatch permits the
+//! admission, Retry otherwise; the rule itself is `dispatch_kf_model::readmission`.
+//!
+//! - [`election`]: who leads, decided from the Lease (pure);
+//! - `lease`: the Lease on the apiserver;
+//! - `reconcile`: the two kube-runtime reconcilers;
+//! - [`run`]: campaigns, runs the reconcilers while leading, and steps down on shutdown.
+//!
+//! Time comes from a [`Clock`], so tests drive it with the simulated cluster's clock.
+
+pub mod election;
+mod lease;
+mod reconcile;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use lease::{Campaign, LeaseLock};
+
+/// Where the time comes from: the wall clock in production, a virtual one in tests.
+pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// The wall clock.
+pub fn system_clock() -> Clock {
+    Arc::new(Timestamp::now)
+}
+
+/// Why the gate failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    /// The apiserver refused or could not be reached.
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    /// An object could not be read as JSON.
+    #[error("malformed object: {0}")]
+    Malformed(String),
+}
+
+impl GateError {
+    /// A write that lost an optimistic-concurrency race.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, GateError::Kube(kube::Error::Api(s)) if s.code == 409)
+    }
+}
+
+/// How the gate runs.
+#[derive(Clone)]
+pub struct Options {
+    /// The Lease's namespace.
+    pub lease_namespace: String,
+    /// The Lease's name (the adapter's `kueue.lease` setting).
+    pub lease_name: String,
+    /// This replica's identity in the Lease (unique per replica: its pod name).
+    pub identity: String,
+    /// `leaseDurationSeconds`: how long a silent leader keeps the Lease.
+    pub lease_duration: Duration,
+    /// A leader that could not renew for this long stops acting (well inside the
+    /// lease duration, so it stops before anyone else may start).
+    pub renew_deadline: Duration,
+    /// How often the Lease is renewed or tried.
+    pub retry_period: Duration,
+    /// The clock.
+    pub clock: Clock,
+}
+
+impl Options {
+    /// client-go's defaults: a 15 s Lease, a 10 s renew deadline, tries every 2 s.
+    pub fn new(lease_namespace: &str, lease_name: &str, identity: &str) -> Options {
+        Options {
+            lease_namespace: lease_namespace.to_owned(),
+            lease_name: lease_name.to_owned(),
+            identity: identity.to_owned(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+            clock: system_clock(),
+        }
+    }
+}
+
+/// The reconcilers while this replica leads.
+struct Leading {
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+    renewed: Timestamp,
+}
+
+impl Leading {
+    /// Stops the reconcilers and waits until they have.
+    async fn end(mut self) {
+        self.stop.cancel();
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for Leading {
+    /// The reconcilers never outlive their leadership: if [`run`] itself is dropped
+    /// (its task aborted), they stop too, rather than act on without the Lease.
+    fn drop(&mut self) {
+        self.stop.cancel();
+        self.task.abort();
+    }
+}
+
+/// Campaigns for the Lease every `retry_period`, runs the reconcilers while it leads,
+/// stops them when it loses the Lease or cannot renew within `renew_deadline`, and on
+/// `shutdown` stops them and gives the Lease up. Returns when `shutdown` is cancelled.
+pub async fn run(client: kube::Client, options: Options, shutdown: CancellationToken) {
+    let lock = LeaseLock {
+        api: Api::<Lease>::namespaced(client.clone(), &options.lease_namespace),
+        name: options.lease_name.clone(),
+        identity: options.identity.clone(),
+        duration_secs: i32::try_from(options.lease_duration.as_secs()).unwrap_or(i32::MAX),
+    };
+    let deadline = SignedDuration::try_from(options.renew_deadline).unwrap_or(SignedDuration::MAX);
+    let mut leading: Option<Leading> = None;
+    loop {
+        let now = (options.clock)();
+        match lock.campaign(now).await {
+            Ok(Campaign::Leading) => match &mut leading {
+                Some(l) => l.renewed = now,
+                None => {
+                    tracing::info!(identity = %options.identity, "leading: reconcilers start");
+                    let stop = shutdown.child_token();
+                    let task = tokio::spawn(reconcile::run(
+                        client.clone(),
+                        options.clock.clone(),
+                        stop.clone(),
+                    ));
+                    leading = Some(Leading { stop, task, renewed: now });
+                }
+            },
+            Ok(Campaign::Following(holder)) => {
+                if let Some(l) = leading.take() {
+                    tracing::warn!(?holder, "lost the Lease: reconcilers stop");
+                    l.end().await;
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not renew or read the Lease");
+                let overdue =
+                    leading.as_ref().is_some_and(|l| now.duration_since(l.renewed) > deadline);
+                if overdue && let Some(l) = leading.take() {
+                    tracing::warn!("renew deadline passed: reconcilers stop");
+                    l.end().await;
+                }
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(options.retry_period) => {}
+            () = shutdown.cancelled() => break,
+        }
+    }
+    if let Some(l) = leading.take() {
+        l.end().await;
+        if let Err(error) = lock.step_down((options.clock)()).await {
+            tracing::warn!(%error, "could not give the Lease up; it expires on its own");
+        } else {
+            tracing::info!("stepped down");
+        }
+    }
+}

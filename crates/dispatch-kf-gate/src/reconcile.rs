@@ -1,0 +1,149 @@
+//! The two reconcilers, run with kube-runtime while this replica leads: AdmissionChecks
+//! whose controller is dispatch's are kept Active, and each Workload listing one gets
+//! the gate's decision (`dispatch_kf_model::readmission`) written.
+//!
+//! Every write is conditional on the resource version the decision was made on, so a
+//! decision on a stale read never lands: the write conflicts and the Workload is
+//! reconciled again from a fresh one.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dispatch_kf_model::keys;
+use dispatch_kf_model::readmission::{self, Decision};
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::{Clock, GateError};
+
+/// Every Workload is looked at again this often even without a change, so an
+/// AdmissionCheck that became dispatch's later is picked up.
+const RESYNC: Duration = Duration::from_secs(60);
+/// A write that lost a race is retried this soon, on a fresh read.
+const AFTER_CONFLICT: Duration = Duration::from_millis(100);
+/// Any other failure is retried after this.
+const AFTER_ERROR: Duration = Duration::from_secs(5);
+
+fn kueue(kind: &str) -> ApiResource {
+    let (group, version) = keys::KUEUE_API_VERSION.split_once('/').unwrap_or(("", ""));
+    ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
+}
+
+struct Context {
+    client: kube::Client,
+    workload: ApiResource,
+    checks: Store<DynamicObject>,
+    clock: Clock,
+}
+
+impl Context {
+    fn now(&self) -> String {
+        (self.clock)().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    }
+
+    /// The names of the AdmissionChecks dispatch's gate serves.
+    fn our_checks(&self) -> Vec<String> {
+        let ours = |c: &Arc<DynamicObject>| {
+            c.data.pointer("/spec/controllerName").and_then(Value::as_str)
+                == Some(keys::GATE_CONTROLLER_NAME)
+        };
+        self.checks
+            .state()
+            .iter()
+            .filter(|c| ours(c))
+            .filter_map(|c| c.metadata.name.clone())
+            .collect()
+    }
+}
+
+fn apply_params() -> PatchParams {
+    PatchParams::apply(keys::GATE_FIELD_MANAGER).force()
+}
+
+fn as_json(object: &DynamicObject) -> Result<Value, GateError> {
+    serde_json::to_value(object).map_err(|e| GateError::Malformed(e.to_string()))
+}
+
+/// One Workload: for each of dispatch's checks it lists, decide and write.
+async fn reconcile_workload(
+    object: Arc<DynamicObject>,
+    cx: Arc<Context>,
+) -> Result<Action, GateError> {
+    cx.checks.wait_until_ready().await.map_err(|e| GateError::Malformed(e.to_string()))?;
+    let namespace = object.metadata.namespace.clone().unwrap_or_default();
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let api: Api<DynamicObject> = Api::namespaced_with(cx.client.clone(), &namespace, &cx.workload);
+    let mut current = as_json(&object)?;
+    for check in cx.our_checks() {
+        let decision = readmission::decide(&current, &check);
+        if decision == Decision::Idle {
+            continue;
+        }
+        tracing::info!(workload = %format!("{namespace}/{name}"), %check, ?decision, "deciding");
+        if let Some(record) = readmission::record(&current, &decision) {
+            let written = api.patch(&name, &PatchParams::default(), &Patch::Merge(&record)).await?;
+            current = as_json(&written)?;
+        }
+        if let Some(body) = readmission::check_apply(&current, &check, &decision, &cx.now()) {
+            let written = api.patch_status(&name, &apply_params(), &Patch::Apply(&body)).await?;
+            current = as_json(&written)?;
+        }
+    }
+    Ok(Action::requeue(RESYNC))
+}
+
+/// One AdmissionCheck: dispatch's are marked Active.
+async fn reconcile_check(
+    object: Arc<DynamicObject>,
+    cx: Arc<Context>,
+) -> Result<Action, GateError> {
+    let current = as_json(&object)?;
+    if let Some(body) = readmission::active_apply(&current, &cx.now()) {
+        let api: Api<DynamicObject> = Api::all_with(cx.client.clone(), &kueue("AdmissionCheck"));
+        let name = object.metadata.name.clone().unwrap_or_default();
+        api.patch_status(&name, &apply_params(), &Patch::Apply(&body)).await?;
+        tracing::info!(admission_check = %name, "marked Active");
+    }
+    Ok(Action::await_change())
+}
+
+fn retry(_: Arc<DynamicObject>, error: &GateError, _: Arc<Context>) -> Action {
+    if error.is_conflict() {
+        Action::requeue(AFTER_CONFLICT)
+    } else {
+        tracing::warn!(%error, "reconcile failed; retrying");
+        Action::requeue(AFTER_ERROR)
+    }
+}
+
+/// Runs both reconcilers until `stop` is cancelled.
+pub(crate) async fn run(client: kube::Client, clock: Clock, stop: CancellationToken) {
+    let check = kueue("AdmissionCheck");
+    let workload = kueue("Workload");
+    let checks = Controller::new_with(
+        Api::<DynamicObject>::all_with(client.clone(), &check),
+        watcher::Config::default(),
+        check,
+    );
+    let workloads = Controller::new_with(
+        Api::<DynamicObject>::all_with(client.clone(), &workload),
+        watcher::Config::default(),
+        workload.clone(),
+    );
+    let cx = Arc::new(Context { client, workload, checks: checks.store(), clock });
+    // Failed reconciles are logged by `retry`; what reaches here is already handled.
+    let checks = checks
+        .graceful_shutdown_on(stop.clone().cancelled_owned())
+        .run(reconcile_check, retry, cx.clone())
+        .for_each(|_| futures::future::ready(()));
+    let workloads = workloads
+        .graceful_shutdown_on(stop.cancelled_owned())
+        .run(reconcile_workload, retry, cx)
+        .for_each(|_| futures::future::ready(()));
+    futures::future::join(checks, workloads).await;
+}

@@ -1,0 +1,346 @@
+//! The readmission gate against the simulated cluster, with the real Backend in Kueue
+//! mode: the admission stories of `spec/gates.md`, leader election on the virtual
+//! clock, and a restart that decides the same.
+
+#[path = "../../dispatch-kf/tests/common/mod.rs"]
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use dispatch_core::{Backend, ObjectRef};
+use dispatch_kf::KubeflowBackend;
+use dispatch_kf_model::capabilities::Access;
+use dispatch_kf_model::keys;
+use dispatch_kf_sim::{Identity, Propagation, Rule, Sim, SimOptions};
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+const CHECK: &str = "dispatch-readmission";
+const LEASE_NS: &str = "dispatch-system";
+const LEASE: &str = "dispatch-readmission-gate";
+const LEASE_SECS: u64 = 15;
+
+/// A cluster whose virtual clock starts at the wall clock's now (the adapter checks
+/// the Lease against its own clock), with Kueue's objects for the gate: a ClusterQueue
+/// listing the check, the LocalQueue `team-a`, and the AdmissionCheck, not yet Active.
+async fn kueue_cluster() -> Sim {
+    let sim =
+        cluster_with(SimOptions { start: jiff::Timestamp::now(), ..SimOptions::default() }).await;
+    for object in [
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu"},
+            "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "default-flavor",
+                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "32"}]}]}],
+                "admissionChecksStrategy": {"admissionChecks": [{"name": CHECK}]}}}),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": "team-a", "namespace": NS}, "spec": {"clusterQueue": "gpu"}}),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+            "metadata": {"name": CHECK}, "spec": {"controllerName": keys::GATE_CONTROLLER_NAME}}),
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NS}}),
+    ] {
+        sim.apply(object).unwrap();
+    }
+    sim
+}
+
+/// One running gate controller.
+struct Gate {
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl Gate {
+    /// Starts a replica named `identity`, acting as the sim user of the same name.
+    async fn start(sim: &Sim, identity: &str) -> Gate {
+        sim.add_identity(
+            Identity::new(identity)
+                .allow(Rule::new(&["*"], "kueue.x-k8s.io", &["*"]))
+                .allow(Rule::new(&["*"], "coordination.k8s.io", &["*"])),
+        );
+        let kubeconfig =
+            kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml(identity).unwrap()).unwrap();
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+        let client = kube::Client::try_from(config).unwrap();
+        let mut options = dispatch_kf_gate::Options::new(LEASE_NS, LEASE, identity);
+        options.lease_duration = Duration::from_secs(LEASE_SECS);
+        options.retry_period = Duration::from_millis(50);
+        options.clock = std::sync::Arc::new(sim.clock());
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(dispatch_kf_gate::run(client, options, stop.clone()));
+        Gate { stop, task }
+    }
+
+    /// A clean shutdown: the reconcilers stop and the Lease is given up.
+    async fn shut_down(self) {
+        self.stop.cancel();
+        self.task.await.unwrap();
+    }
+
+    /// A crash: nothing more is written, the Lease stays until it expires.
+    async fn crash(self) {
+        self.task.abort();
+        let _ = self.task.await;
+    }
+}
+
+/// Polls `probe` until it gives a value; fails with `what` if that never happens.
+async fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..1500 {
+        if let Some(value) = probe() {
+            return value;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("never happened: {what}");
+}
+
+fn holder(sim: &Sim) -> Option<String> {
+    let lease = sim.get("leases", LEASE_NS, LEASE)?;
+    lease["spec"]["holderIdentity"].as_str().map(str::to_owned)
+}
+
+fn workload_of(sim: &Sim, object: &ObjectRef) -> Value {
+    sim.list("workloads", NS)
+        .into_iter()
+        .find(|w| w["metadata"]["labels"][keys::KUEUE_JOB_UID] == object.uid.as_str())
+        .expect("the TrainJob has a Workload")
+}
+
+fn check_state(workload: &Value) -> String {
+    dispatch_kf_model::readmission::check_state(workload, CHECK).unwrap_or("").to_owned()
+}
+
+fn admitted(workload: &Value) -> bool {
+    let conditions = workload["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    conditions.iter().any(|c| c["type"] == "Admitted" && c["status"] == "True")
+}
+
+/// The admission counts the TrainJob's pods carry (its JobSet's pods are named after
+/// it).
+fn pod_admissions(sim: &Sim, object: &ObjectRef) -> Vec<String> {
+    let mut counts: Vec<String> = sim
+        .list("pods", NS)
+        .into_iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .filter(|p| {
+            p["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with(&format!("{}-", object.name)))
+        })
+        .filter_map(|p| {
+            p["metadata"]["annotations"][keys::ANN_ADMISSION].as_str().map(str::to_owned)
+        })
+        .collect();
+    counts.sort();
+    counts.dedup();
+    counts
+}
+
+async fn kueue_backend(sim: &Sim) -> KubeflowBackend {
+    let b = backend(sim, settings(json!({"mode": "kueue", "kueue": {"queue": "team-a"}}))).await;
+    assert_eq!(b.preflight().access, Access::Writable, "{:?}", b.preflight().capabilities);
+    b
+}
+
+/// Waits until the gate has made the adapter writable: the check is Active and the
+/// Lease is held.
+async fn gate_ready(sim: &Sim) {
+    eventually("the gate holds the Lease and the check is Active", || {
+        let check = sim.get("admissionchecks", "", CHECK)?;
+        let active = check["status"]["conditions"][0]["status"] == "True";
+        (active && holder(sim).is_some()).then_some(())
+    })
+    .await;
+}
+
+/// A Kueue cluster with one gate replica running and a writable Kueue-mode Backend.
+async fn with_gate(identity: &str) -> (Sim, Gate, KubeflowBackend) {
+    let sim = kueue_cluster().await;
+    let gate = Gate::start(&sim, identity).await;
+    gate_ready(&sim).await;
+    let b = kueue_backend(&sim).await;
+    (sim, gate, b)
+}
+
+/// Hold and Release (instance 1), then past Kueue's retry delay: the job must run
+/// again as admission `n`.
+async fn hold_release_runs_as(sim: &Sim, b: &KubeflowBackend, object: &ObjectRef, n: &str) {
+    b.hold(&hold_cx(), object, 1).await.unwrap();
+    b.release(&hold_cx(), object, 1).await.unwrap();
+    sim.advance(Duration::from_secs(61));
+    sim.settle();
+    eventually(&format!("readmitted as admission {n}"), || {
+        (pod_admissions(sim, object) == [n]).then_some(())
+    })
+    .await;
+    assert!(admitted(&workload_of(sim, object)));
+}
+
+/// Starts and opens one job, and waits until its pods run as admission 1.
+async fn first_admission(sim: &Sim, b: &KubeflowBackend) -> ObjectRef {
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    eventually("the pods carry admission 1", || {
+        (pod_admissions(sim, &object) == ["1"]).then_some(())
+    })
+    .await;
+    object
+}
+
+/// Kueue preempts the Workload, then the quota comes back (the preemptor goes): the
+/// Workload reserves quota again with its check Pending.
+fn preempt_and_free_quota(sim: &Sim, object: &ObjectRef) {
+    let name = workload_of(sim, object)["metadata"]["name"].as_str().unwrap().to_owned();
+    assert!(sim.kueue_preempt(NS, &name));
+    assert!(sim.delete("workloads", NS, &format!("preemptor-{name}"), Propagation::Background));
+    sim.settle();
+}
+
+/// Waits until the gate has turned the Workload away.
+async fn turned_away(sim: &Sim, object: &ObjectRef) {
+    eventually("the gate asks for a Retry", || {
+        (check_state(&workload_of(sim, object)) == "Retry").then_some(())
+    })
+    .await;
+    assert!(!admitted(&workload_of(sim, object)), "not readmitted on its own");
+}
+
+#[tokio::test]
+async fn the_gate_marks_its_admission_check_active_and_holds_the_lease() {
+    let sim = kueue_cluster().await;
+    let gate = Gate::start(&sim, "gate-a").await;
+    gate_ready(&sim).await;
+    assert_eq!(holder(&sim).as_deref(), Some("gate-a"));
+    let check = sim.get("admissionchecks", "", CHECK).unwrap();
+    assert_eq!(check["status"]["conditions"][0]["reason"], "Active");
+    gate.shut_down().await;
+    assert_eq!(holder(&sim), None, "a clean shutdown gives the Lease up");
+}
+
+#[tokio::test]
+async fn the_first_admission_is_approved_as_one_and_the_pods_carry_it() {
+    let (sim, gate, b) = with_gate("gate-a").await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    sim.settle();
+    assert!(!admitted(&workload_of(&sim, &object)), "gated until Open");
+    b.open(&hold_cx(), &object).await.unwrap();
+    eventually("the pods carry admission 1", || {
+        (pod_admissions(&sim, &object) == ["1"]).then_some(())
+    })
+    .await;
+    let wl = workload_of(&sim, &object);
+    assert!(admitted(&wl));
+    assert_eq!(wl["metadata"]["annotations"][keys::ANN_GATE_ADMISSIONS], "1");
+    let observation = b.inspect(&cx(), &object).await.unwrap();
+    assert_eq!(observation.execution.map(|e| e.admission), Some(1), "{observation:?}");
+    gate.shut_down().await;
+}
+
+#[tokio::test]
+async fn a_preemption_is_not_readmitted_until_release_then_runs_as_two() {
+    let (sim, gate, b) = with_gate("gate-a").await;
+    let object = first_admission(&sim, &b).await;
+    preempt_and_free_quota(&sim, &object);
+    turned_away(&sim, &object).await;
+    let wl = workload_of(&sim, &object);
+    assert!(wl["status"]["admissionChecks"].to_string().contains("waiting for Release"), "{wl}");
+    // Past the Retry delay Kueue queues it again; the gate still turns it away.
+    sim.advance(Duration::from_secs(61));
+    sim.settle();
+    turned_away(&sim, &object).await;
+
+    hold_release_runs_as(&sim, &b, &object, "2").await;
+    gate.shut_down().await;
+}
+
+#[tokio::test]
+async fn a_held_workload_is_not_approved_until_released() {
+    let (sim, gate, b) = with_gate("gate-a").await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    b.hold(&hold_cx(), &object, 1).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    // Give the gate every chance to act wrongly: it sees each change of the Workload.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let wl = workload_of(&sim, &object);
+    assert!(!admitted(&wl) && check_state(&wl) == "Pending", "{wl}");
+    assert!(pod_admissions(&sim, &object).is_empty());
+    b.release(&hold_cx(), &object, 1).await.unwrap();
+    eventually("approved once released", || (pod_admissions(&sim, &object) == ["1"]).then_some(()))
+        .await;
+    gate.shut_down().await;
+}
+
+/// Requests that wrote something, by user.
+fn writes_by(sim: &Sim, user: &str) -> usize {
+    sim.requests()
+        .iter()
+        .filter(|r| r.user.as_deref() == Some(user))
+        .filter(|r| matches!(r.verb.as_str(), "patch" | "update" | "create"))
+        .filter(|r| !r.resource.starts_with("leases"))
+        .count()
+}
+
+#[tokio::test]
+async fn of_two_controllers_one_acts_and_the_other_takes_over_within_the_lease_duration() {
+    let sim = kueue_cluster().await;
+    let first = Gate::start(&sim, "gate-a").await;
+    gate_ready(&sim).await;
+    let second = Gate::start(&sim, "gate-b").await;
+    let b = kueue_backend(&sim).await;
+    let object = first_admission(&sim, &b).await;
+    assert_eq!(holder(&sim).as_deref(), Some("gate-a"));
+    assert!(writes_by(&sim, "gate-a") > 0);
+    assert_eq!(writes_by(&sim, "gate-b"), 0, "the follower writes nothing");
+
+    first.crash().await;
+    let crashed_at = sim.now();
+    sim.advance(Duration::from_secs(LEASE_SECS + 1));
+    eventually("gate-b takes the Lease", || {
+        (holder(&sim).as_deref() == Some("gate-b")).then_some(())
+    })
+    .await;
+    assert!(
+        sim.now().duration_since(crashed_at)
+            <= jiff::SignedDuration::from_secs(LEASE_SECS as i64 + 1)
+    );
+    // The new leader acts: a Hold and Release readmit the job through it.
+    hold_release_runs_as(&sim, &b, &object, "2").await;
+    assert!(writes_by(&sim, "gate-b") > 0);
+    second.shut_down().await;
+}
+
+#[tokio::test]
+async fn a_restarted_controller_decides_the_same() {
+    let (sim, gate, b) = with_gate("gate-a").await;
+    let object = first_admission(&sim, &b).await;
+    gate.shut_down().await;
+    // Preempted while no controller runs; the check is Pending with quota reserved.
+    preempt_and_free_quota(&sim, &object);
+    assert_eq!(check_state(&workload_of(&sim, &object)), "Pending");
+    let restarted = Gate::start(&sim, "gate-a2").await;
+    turned_away(&sim, &object).await;
+    hold_release_runs_as(&sim, &b, &object, "2").await;
+    restarted.shut_down().await;
+}
+
+#[tokio::test]
+async fn a_gate_whose_lease_is_stale_leaves_the_adapter_observe_only_saying_so() {
+    // The gate's clock runs an hour behind the adapter's: every renewal it writes is
+    // already expired when the adapter reads it.
+    let sim = kueue_cluster().await;
+    let gate = Gate::start(&sim, "gate-a").await;
+    gate_ready(&sim).await;
+    let lagging = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(1);
+    let mut lease = sim.get("leases", LEASE_NS, LEASE).unwrap();
+    gate.crash().await;
+    lease["spec"]["renewTime"] = json!(lagging.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string());
+    sim.apply(lease).unwrap();
+    let b = backend(&sim, settings(json!({"mode": "kueue", "kueue": {"queue": "team-a"}}))).await;
+    let Access::ObserveOnly { missing } = &b.preflight().access else {
+        panic!("{:?}", b.preflight().access)
+    };
+    assert!(missing.contains("held by gate-a") && missing.contains("expired"), "{missing}");
+}

@@ -1,0 +1,131 @@
+//! The cluster the suite runs on: the simulated cluster by default, or a real one when
+//! `DISPATCH_KF_E2E_KUBECONFIG` names a kubeconfig. The scenarios see the same thing
+//! either way: a kubeconfig, a way to let time pass, and one helper that waits.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use dispatch_kf_sim::Sim;
+use serde_json::Value;
+
+use super::suite::{NAMESPACE, Program};
+
+/// The environment variable that points the suite at a real cluster.
+pub(crate) const KUBECONFIG_VAR: &str = "DISPATCH_KF_E2E_KUBECONFIG";
+
+/// How long one wait may last on a real cluster: long enough for two image pulls and
+/// a JobSet's pods to start on a busy cluster.
+const REAL_PATIENCE: Duration = Duration::from_secs(300);
+/// How often a real cluster is asked again.
+const REAL_POLL: Duration = Duration::from_secs(2);
+/// Virtual time the simulated cluster moves on between two looks.
+const SIM_STEP: Duration = Duration::from_secs(5);
+/// Looks on the simulated cluster before a wait fails: ten virtual minutes.
+const SIM_STEPS: u32 = 120;
+
+/// Where the suite runs.
+pub(crate) enum Target {
+    /// The in-process simulated cluster, its clock moved on while the suite waits.
+    Sim(Sim),
+    /// A real cluster, reached through this kubeconfig.
+    Real(PathBuf),
+}
+
+impl Target {
+    /// The simulated cluster, unless the environment names a kubeconfig.
+    pub(crate) async fn pick() -> Target {
+        match std::env::var_os(KUBECONFIG_VAR).filter(|v| !v.is_empty()) {
+            Some(path) => Target::Real(PathBuf::from(path)),
+            None => Target::Sim(super::common::cluster().await),
+        }
+    }
+
+    /// How the target is named in a failure.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Target::Sim(sim) => format!("the simulated cluster at {}", sim.url()),
+            Target::Real(path) => format!("the cluster of {}", path.display()),
+        }
+    }
+
+    /// The kubeconfig's text: the sim's admin, or the file the environment names.
+    pub(crate) fn kubeconfig_yaml(&self) -> String {
+        match self {
+            Target::Sim(sim) => sim.kubeconfig_yaml("admin").expect("the sim makes a kubeconfig"),
+            Target::Real(path) => std::fs::read_to_string(path).unwrap_or_else(|e| {
+                panic!("{KUBECONFIG_VAR}={}: cannot read it: {e}", path.display())
+            }),
+        }
+    }
+
+    /// A client configuration for the kubeconfig's current context.
+    pub(crate) async fn config(&self) -> kube::Config {
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&self.kubeconfig_yaml())
+            .unwrap_or_else(|e| panic!("{}: not a kubeconfig: {e}", self.describe()));
+        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("{}: unusable kubeconfig: {e}", self.describe()))
+    }
+
+    /// Waits until `look` answers `Ok`, letting time pass between looks; fails the test
+    /// with `what` and the last thing `look` saw when the target's patience runs out.
+    pub(crate) async fn until<T>(
+        &self,
+        what: &str,
+        mut look: impl AsyncFnMut() -> Result<T, String>,
+    ) -> T {
+        let deadline = Instant::now() + REAL_PATIENCE;
+        let mut steps = 0;
+        loop {
+            let last = match look().await {
+                Ok(found) => return found,
+                Err(seen) => seen,
+            };
+            let patient = match self {
+                Target::Sim(_) => steps < SIM_STEPS,
+                Target::Real(_) => Instant::now() < deadline,
+            };
+            assert!(patient, "waited for {what} on {}; last saw: {last}", self.describe());
+            steps += 1;
+            self.pass_time().await;
+        }
+    }
+
+    /// Lets time pass: on the sim, the programs the pods run act and the virtual clock
+    /// moves on; on a real cluster, the suite sleeps.
+    async fn pass_time(&self) {
+        match self {
+            Target::Sim(sim) => {
+                run_programs(sim);
+                sim.advance(SIM_STEP);
+            }
+            Target::Real(_) => tokio::time::sleep(REAL_POLL).await,
+        }
+    }
+}
+
+/// The sim has no container runtime: its pods run until told otherwise. This plays the
+/// one the suite's programs need, so a pod running `sh -c "exit N"` exits with N, as it
+/// would on a real node.
+fn run_programs(sim: &Sim) {
+    for pod in sim.list("pods", NAMESPACE) {
+        let running =
+            pod["status"]["phase"] == "Running" && pod["metadata"]["deletionTimestamp"].is_null();
+        let Some(name) = pod["metadata"]["name"].as_str() else { continue };
+        if let (true, Some(code)) = (running, program_of(&pod).and_then(Program::exit_code)) {
+            sim.exit(NAMESPACE, name, code);
+        }
+    }
+}
+
+/// The program a pod's `node` container runs: the tail of its command, after the
+/// adapter's prologue.
+fn program_of(pod: &Value) -> Option<Program> {
+    let containers = pod["spec"]["containers"].as_array()?;
+    let node = containers.iter().find(|c| c["name"] == "node")?;
+    let command: Vec<&str> = node["command"].as_array()?.iter().filter_map(Value::as_str).collect();
+    Program::ALL.into_iter().find(|p| {
+        let tail = p.command();
+        command.len() >= tail.len() && command[command.len() - tail.len()..] == *tail
+    })
+}
