@@ -86,6 +86,18 @@ fn trainer_pod_set(workload: &Value) -> Option<String> {
     }
 }
 
+/// The words of the Workload's Evicted condition (` (Evicted: <reason>: <message>)`),
+/// so the check's message still says why the admission ended once Kueue has
+/// reserved quota again; empty when there is none.
+fn last_eviction(workload: &Value) -> String {
+    let conditions = workload.pointer("/status/conditions").and_then(Value::as_array);
+    let evicted = conditions.into_iter().flatten().find(|c| c["type"] == "Evicted");
+    let text = |c: &Value, k: &str| c.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    evicted.map_or_else(String::new, |c| {
+        format!(" (Evicted: {}: {})", text(c, "reason"), text(c, "message"))
+    })
+}
+
 fn wait(message: impl Into<String>) -> Decision {
     Decision::Wait { message: message.into() }
 }
@@ -120,7 +132,8 @@ pub fn decide(workload: &Value, check: &str) -> Decision {
     if approved > 0 && releases <= seen {
         return wait(format!(
             "waiting for Release: admission {approved} ended in an eviction dispatch did not \
-             order, and only a Release readmits it"
+             order, and only a Release readmits it{}",
+            last_eviction(workload)
         ));
     }
     let Some(pod_set) = trainer_pod_set(workload) else {

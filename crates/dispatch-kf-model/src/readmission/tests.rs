@@ -53,6 +53,14 @@ fn an_eviction_dispatch_did_not_order_waits_for_a_release() {
         json!({keys::ANN_GATE_ADMISSIONS: "1", keys::ANN_GATE_RELEASES_SEEN: "0"}),
     );
     assert!(waits_for(&decide(&evicted, CHECK), "waiting for Release: admission 1"));
+    let mut preempted = evicted.clone();
+    preempted["status"]["conditions"].as_array_mut().unwrap().push(json!({
+        "type": "Evicted", "status": "False", "reason": "QuotaReserved",
+        "message": "Previously: Preempted to accommodate a workload"}));
+    assert!(waits_for(
+        &decide(&preempted, CHECK),
+        "only a Release readmits it (Evicted: QuotaReserved: Previously: Preempted to accommodate a workload)"
+    ));
 }
 
 #[test]
