@@ -11,6 +11,7 @@ use dispatch_core::{Error, Refinement};
 use serde_json::{Map, Value, json};
 
 use crate::classify::execution::parse_counter;
+use crate::json::annotation;
 use crate::keys;
 use crate::names::parse_canonical_decimal;
 
@@ -48,10 +49,6 @@ fn field<'a>(value: &'a mut Value, key: &str) -> &'a mut Value {
 
 fn annotations(value: &mut Value) -> &mut Map<String, Value> {
     object(field(field(value, "metadata"), "annotations"))
-}
-
-fn annotation<'v>(object: &'v Value, key: &str) -> Option<&'v str> {
-    object.pointer("/metadata/annotations")?.get(key)?.as_str()
 }
 
 /// The hold instance in force on `object`: `None` when there is none. A malformed

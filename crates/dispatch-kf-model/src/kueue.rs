@@ -7,18 +7,11 @@
 use jiff::Timestamp;
 use serde_json::Value;
 
+use crate::json::{annotation, has_true_condition};
 use crate::keys;
 
 fn text<'v>(value: &'v Value, pointer: &str) -> Option<&'v str> {
     value.pointer(pointer)?.as_str()
-}
-
-fn true_condition(object: &Value, kind: &str) -> bool {
-    let conditions = object.pointer("/status/conditions").and_then(Value::as_array);
-    conditions.into_iter().flatten().any(|c| {
-        c.get("type").and_then(Value::as_str) == Some(kind)
-            && c.get("status").and_then(Value::as_str) == Some("True")
-    })
 }
 
 /// The objects the readmission gate's proof reads; `None` for one that does not exist.
@@ -71,7 +64,7 @@ pub fn prove_gate(
                     keys::GATE_CONTROLLER_NAME
                 ));
             }
-            if !true_condition(ac, "Active") {
+            if !has_true_condition(ac, "Active") {
                 problems.push(format!("AdmissionCheck {check} is not Active"));
             }
         }
@@ -124,11 +117,7 @@ pub fn lease_is_fresh(lease: &Value, now: Timestamp) -> Result<(), String> {
 /// checks. `Err` says what is missing.
 pub fn workload_ready(workload: &Value, check: &str) -> Result<(), String> {
     let name = text(workload, "/metadata/name").unwrap_or("");
-    let gated_by = text(
-        workload,
-        &format!("/metadata/annotations/{}", escape(keys::KUEUE_ADMISSION_GATED_BY)),
-    )
-    .unwrap_or("");
+    let gated_by = annotation(workload, keys::KUEUE_ADMISSION_GATED_BY).unwrap_or("");
     let mut problems = Vec::new();
     if !gated_by.split(',').any(|g| g.trim() == keys::START_GATE) {
         problems
@@ -139,11 +128,6 @@ pub fn workload_ready(workload: &Value, check: &str) -> Result<(), String> {
         problems.push(format!("Workload {name} does not list admission check {check}"));
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
-}
-
-/// A JSON pointer token for `key` (`~` and `/` escaped).
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]

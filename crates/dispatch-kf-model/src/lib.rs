@@ -9,6 +9,7 @@ pub mod capabilities;
 pub mod classify;
 pub mod dump;
 pub mod gates;
+pub mod json;
 pub mod keys;
 pub mod kueue;
 pub mod lenient;

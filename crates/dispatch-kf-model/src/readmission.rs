@@ -16,6 +16,7 @@
 use serde_json::{Value, json};
 
 use crate::classify::execution::parse_counter;
+use crate::json::{annotation, has_true_condition};
 use crate::keys;
 
 /// How long Kueue keeps a Workload the gate turned away before it queues it again
@@ -50,10 +51,6 @@ pub enum Decision {
     },
 }
 
-fn annotation<'v>(object: &'v Value, key: &str) -> Option<&'v str> {
-    object.pointer("/metadata/annotations")?.get(key)?.as_str()
-}
-
 /// A counter annotation: 0 when absent, `Err` naming it when malformed.
 fn counter(workload: &Value, key: &str) -> Result<u64, String> {
     match annotation(workload, key) {
@@ -61,11 +58,6 @@ fn counter(workload: &Value, key: &str) -> Result<u64, String> {
         Some(text) => parse_counter(text)
             .ok_or_else(|| format!("annotation {key}={text:?} is malformed; fix or remove it")),
     }
-}
-
-fn condition_true(workload: &Value, kind: &str) -> bool {
-    let conditions = workload.pointer("/status/conditions").and_then(Value::as_array);
-    conditions.into_iter().flatten().any(|c| c["type"] == kind && c["status"] == "True")
 }
 
 /// The state of admission check `check` on the Workload, when it lists it.
@@ -105,7 +97,7 @@ fn wait(message: impl Into<String>) -> Decision {
 /// The gate's decision for admission check `check` on `workload`.
 pub fn decide(workload: &Value, check: &str) -> Decision {
     let Some(state) = check_state(workload, check) else { return Decision::Idle };
-    let reserved = condition_true(workload, "QuotaReserved");
+    let reserved = has_true_condition(workload, "QuotaReserved");
     let (releases, approved, seen) = match (
         counter(workload, keys::ANN_RELEASES),
         counter(workload, keys::ANN_GATE_ADMISSIONS),
@@ -116,7 +108,7 @@ pub fn decide(workload: &Value, check: &str) -> Decision {
             return if reserved && state == "Pending" { wait(why) } else { Decision::Idle };
         }
     };
-    if state == "Ready" && condition_true(workload, "Admitted") && releases > seen {
+    if state == "Ready" && has_true_condition(workload, "Admitted") && releases > seen {
         return Decision::UseUpReleases { releases };
     }
     if !reserved || state != "Pending" {
@@ -192,7 +184,9 @@ pub fn check_apply(workload: &Value, check: &str, decision: &Decision, now: &str
 /// `None` when it already is or is not dispatch's.
 pub fn active_apply(admission_check: &Value, now: &str) -> Option<Value> {
     let controller = admission_check.pointer("/spec/controllerName").and_then(Value::as_str);
-    if controller != Some(keys::GATE_CONTROLLER_NAME) || condition_true(admission_check, "Active") {
+    if controller != Some(keys::GATE_CONTROLLER_NAME)
+        || has_true_condition(admission_check, "Active")
+    {
         return None;
     }
     let name = admission_check.pointer("/metadata/name").cloned().unwrap_or_default();
