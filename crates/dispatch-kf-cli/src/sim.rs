@@ -82,7 +82,7 @@ impl ServeArgs {
         }
         eprintln!("dispatch-kf: serving until interrupted (Ctrl-C); type help for the console");
         let gate = match self.gate {
-            true => Some(Gate::start(&sim).await?),
+            true => Some(start_gate(&sim).await?),
             false => None,
         };
         let sim = Arc::new(sim);
@@ -92,56 +92,33 @@ impl ServeArgs {
         clock.abort();
         console.abort();
         if let Some(gate) = gate {
-            gate.stop().await;
+            gate.shut_down().await;
         }
         stopped.map_err(|e| Error::unreachable(format!("cannot wait for Ctrl-C: {e}")))
     }
 }
 
-/// The readmission gate controller, run in-process against a simulated cluster on its
-/// virtual clock, with the Lease `dispatch-system/dispatch-readmission-gate` that
-/// Kueue-mode settings name by default.
-pub(crate) struct Gate {
-    stop: tokio_util::sync::CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Gate {
-    /// Starts the controller; it holds the Lease within one try.
-    pub(crate) async fn start(sim: &Sim) -> Result<Gate> {
-        let failed = |e: &dyn std::fmt::Display| {
-            Error::unreachable(format!("cannot start the readmission gate: {e}"))
-        };
-        let yaml = sim.kubeconfig_yaml("admin").map_err(|e| failed(&e))?;
-        let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).map_err(|e| failed(&e))?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .map_err(|e| failed(&e))?;
-        let client = kube::Client::try_from(config).map_err(|e| failed(&e))?;
-        let mut options = dispatch_kf_gate::Options::new(
-            "dispatch-system",
-            "dispatch-readmission-gate",
-            "dispatch-kf-gate-embedded",
-        );
-        options.clock = Arc::new(sim.clock());
-        options.retry_period = std::time::Duration::from_millis(200);
-        let stop = tokio_util::sync::CancellationToken::new();
-        let task = tokio::spawn(dispatch_kf_gate::run(client, options, stop.clone()));
-        Ok(Gate { stop, task })
-    }
-
-    /// Stops the controller and gives its Lease up.
-    pub(crate) async fn stop(mut self) {
-        self.stop.cancel();
-        let _ = (&mut self.task).await;
-    }
-}
-
-impl Drop for Gate {
-    /// A gate dropped without [`Gate::stop`] stops at its next step, Lease kept.
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
+/// Starts the readmission gate controller in-process against a simulated cluster, on
+/// its virtual clock, with the Lease `dispatch-system/dispatch-readmission-gate` that
+/// Kueue-mode settings name by default. It holds the Lease within one try.
+pub(crate) async fn start_gate(sim: &Sim) -> Result<dispatch_kf_gate::Running> {
+    let failed = |e: &dyn std::fmt::Display| {
+        Error::unreachable(format!("cannot start the readmission gate: {e}"))
+    };
+    let yaml = sim.kubeconfig_yaml("admin").map_err(|e| failed(&e))?;
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).map_err(|e| failed(&e))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .map_err(|e| failed(&e))?;
+    let client = kube::Client::try_from(config).map_err(|e| failed(&e))?;
+    let mut options = dispatch_kf_gate::Options::new(
+        "dispatch-system",
+        "dispatch-readmission-gate",
+        "dispatch-kf-gate-embedded",
+    );
+    options.clock = Arc::new(sim.clock());
+    options.retry_period = std::time::Duration::from_millis(200);
+    Ok(dispatch_kf_gate::spawn(client, options))
 }
 
 /// The virtual clock follows the wall clock, a second at a time, and every running pod

@@ -9,7 +9,8 @@
 //! - [`election`]: who leads, decided from the Lease (pure);
 //! - `lease`: the Lease on the apiserver;
 //! - `reconcile`: the two kube-runtime reconcilers;
-//! - [`run`]: campaigns, runs the reconcilers while leading, and steps down on shutdown.
+//! - [`run`]: campaigns, runs the reconcilers while leading, and steps down on shutdown;
+//!   [`spawn`] runs it on a task of its own.
 //!
 //! Time comes from a [`Clock`], so tests drive it with the simulated cluster's clock.
 
@@ -110,6 +111,41 @@ impl Drop for Leading {
     fn drop(&mut self) {
         self.stop.cancel();
         self.task.abort();
+    }
+}
+
+/// A gate controller running on a task of its own (what an embedding program, such as
+/// `dispatch-kf sim serve --gate` or a test, holds).
+pub struct Running {
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+/// Starts [`run`] on a task of its own.
+pub fn spawn(client: kube::Client, options: Options) -> Running {
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(run(client, options, stop.clone()));
+    Running { stop, task }
+}
+
+impl Running {
+    /// A clean shutdown: the reconcilers stop and the Lease is given up.
+    pub async fn shut_down(mut self) {
+        self.stop.cancel();
+        let _ = (&mut self.task).await;
+    }
+
+    /// A crash: nothing more is written, and the Lease stays until it expires.
+    pub async fn abort(mut self) {
+        self.task.abort();
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for Running {
+    /// Dropped without [`Running::shut_down`]: it stops at its next step.
+    fn drop(&mut self) {
+        self.stop.cancel();
     }
 }
 

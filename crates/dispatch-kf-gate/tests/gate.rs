@@ -14,8 +14,6 @@ use dispatch_kf_model::capabilities::Access;
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Identity, Propagation, Rule, Sim, SimOptions};
 use serde_json::{Value, json};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 const CHECK: &str = "dispatch-readmission";
 const LEASE_NS: &str = "dispatch-system";
@@ -44,45 +42,23 @@ async fn kueue_cluster() -> Sim {
     sim
 }
 
-/// One running gate controller.
-struct Gate {
-    stop: CancellationToken,
-    task: JoinHandle<()>,
-}
-
-impl Gate {
-    /// Starts a replica named `identity`, acting as the sim user of the same name.
-    async fn start(sim: &Sim, identity: &str) -> Gate {
-        sim.add_identity(
-            Identity::new(identity)
-                .allow(Rule::new(&["*"], "kueue.x-k8s.io", &["*"]))
-                .allow(Rule::new(&["*"], "coordination.k8s.io", &["*"])),
-        );
-        let kubeconfig =
-            kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml(identity).unwrap()).unwrap();
-        let config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
-        let client = kube::Client::try_from(config).unwrap();
-        let mut options = dispatch_kf_gate::Options::new(LEASE_NS, LEASE, identity);
-        options.lease_duration = Duration::from_secs(LEASE_SECS);
-        options.retry_period = Duration::from_millis(50);
-        options.clock = std::sync::Arc::new(sim.clock());
-        let stop = CancellationToken::new();
-        let task = tokio::spawn(dispatch_kf_gate::run(client, options, stop.clone()));
-        Gate { stop, task }
-    }
-
-    /// A clean shutdown: the reconcilers stop and the Lease is given up.
-    async fn shut_down(self) {
-        self.stop.cancel();
-        self.task.await.unwrap();
-    }
-
-    /// A crash: nothing more is written, the Lease stays until it expires.
-    async fn crash(self) {
-        self.task.abort();
-        let _ = self.task.await;
-    }
+/// Starts a gate replica named `identity`, acting as the sim user of the same name.
+async fn start_gate(sim: &Sim, identity: &str) -> dispatch_kf_gate::Running {
+    sim.add_identity(
+        Identity::new(identity)
+            .allow(Rule::new(&["*"], "kueue.x-k8s.io", &["*"]))
+            .allow(Rule::new(&["*"], "coordination.k8s.io", &["*"])),
+    );
+    let kubeconfig =
+        kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml(identity).unwrap()).unwrap();
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let mut options = dispatch_kf_gate::Options::new(LEASE_NS, LEASE, identity);
+    options.lease_duration = Duration::from_secs(LEASE_SECS);
+    options.retry_period = Duration::from_millis(50);
+    options.clock = std::sync::Arc::new(sim.clock());
+    dispatch_kf_gate::spawn(client, options)
 }
 
 /// Polls `probe` until it gives a value; fails with `what` if that never happens.
@@ -156,9 +132,9 @@ async fn gate_ready(sim: &Sim) {
 }
 
 /// A Kueue cluster with one gate replica running and a writable Kueue-mode Backend.
-async fn with_gate(identity: &str) -> (Sim, Gate, KubeflowBackend) {
+async fn with_gate(identity: &str) -> (Sim, dispatch_kf_gate::Running, KubeflowBackend) {
     let sim = kueue_cluster().await;
-    let gate = Gate::start(&sim, identity).await;
+    let gate = start_gate(&sim, identity).await;
     gate_ready(&sim).await;
     let b = kueue_backend(&sim).await;
     (sim, gate, b)
@@ -210,7 +186,7 @@ async fn turned_away(sim: &Sim, object: &ObjectRef) {
 #[tokio::test]
 async fn the_gate_marks_its_admission_check_active_and_holds_the_lease() {
     let sim = kueue_cluster().await;
-    let gate = Gate::start(&sim, "gate-a").await;
+    let gate = start_gate(&sim, "gate-a").await;
     gate_ready(&sim).await;
     assert_eq!(holder(&sim).as_deref(), Some("gate-a"));
     let check = sim.get("admissionchecks", "", CHECK).unwrap();
@@ -286,16 +262,16 @@ fn writes_by(sim: &Sim, user: &str) -> usize {
 #[tokio::test]
 async fn of_two_controllers_one_acts_and_the_other_takes_over_within_the_lease_duration() {
     let sim = kueue_cluster().await;
-    let first = Gate::start(&sim, "gate-a").await;
+    let first = start_gate(&sim, "gate-a").await;
     gate_ready(&sim).await;
-    let second = Gate::start(&sim, "gate-b").await;
+    let second = start_gate(&sim, "gate-b").await;
     let b = kueue_backend(&sim).await;
     let object = first_admission(&sim, &b).await;
     assert_eq!(holder(&sim).as_deref(), Some("gate-a"));
     assert!(writes_by(&sim, "gate-a") > 0);
     assert_eq!(writes_by(&sim, "gate-b"), 0, "the follower writes nothing");
 
-    first.crash().await;
+    first.abort().await;
     let crashed_at = sim.now();
     sim.advance(Duration::from_secs(LEASE_SECS + 1));
     eventually("gate-b takes the Lease", || {
@@ -320,7 +296,7 @@ async fn a_restarted_controller_decides_the_same() {
     // Preempted while no controller runs; the check is Pending with quota reserved.
     preempt_and_free_quota(&sim, &object);
     assert_eq!(check_state(&workload_of(&sim, &object)), "Pending");
-    let restarted = Gate::start(&sim, "gate-a2").await;
+    let restarted = start_gate(&sim, "gate-a2").await;
     turned_away(&sim, &object).await;
     hold_release_runs_as(&sim, &b, &object, "2").await;
     restarted.shut_down().await;
@@ -331,11 +307,11 @@ async fn a_gate_whose_lease_is_stale_leaves_the_adapter_observe_only_saying_so()
     // The gate's clock runs an hour behind the adapter's: every renewal it writes is
     // already expired when the adapter reads it.
     let sim = kueue_cluster().await;
-    let gate = Gate::start(&sim, "gate-a").await;
+    let gate = start_gate(&sim, "gate-a").await;
     gate_ready(&sim).await;
     let lagging = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(1);
     let mut lease = sim.get("leases", LEASE_NS, LEASE).unwrap();
-    gate.crash().await;
+    gate.abort().await;
     lease["spec"]["renewTime"] = json!(lagging.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string());
     sim.apply(lease).unwrap();
     let b = backend(&sim, settings(json!({"mode": "kueue", "kueue": {"queue": "team-a"}}))).await;

@@ -62,7 +62,7 @@ pub(crate) struct Stage<'n> {
     /// The last observation narrated per object UID (a renewed Watch sends them again).
     last: BTreeMap<String, ObjectObs>,
     /// The readmission gate controller of a Kueue stage; it stops with the stage.
-    _gate: Option<crate::sim::Gate>,
+    _gate: Option<dispatch_kf_gate::Running>,
 }
 
 /// Whether the readmission gate controller holds its Lease and has marked its
@@ -148,7 +148,7 @@ impl<'n> Stage<'n> {
         let sim = Sim::start_demo(options, NODES, GPUS).await.map_err(sim_failed)?;
         // Quota for one job: a preemptor takes it all, so the victim waits for it.
         crate::sim::install_kueue(&sim, JOB_GPUS).map_err(sim_failed)?;
-        let gate = crate::sim::Gate::start(&sim).await?;
+        let gate = crate::sim::start_gate(&sim).await?;
         let waited = Instant::now();
         while !gate_serves(&sim) {
             if waited.elapsed() > PATIENCE {
@@ -172,7 +172,7 @@ impl<'n> Stage<'n> {
     async fn on(
         n: &'n mut Narration,
         sim: Sim,
-        gate: Option<crate::sim::Gate>,
+        gate: Option<dispatch_kf_gate::Running>,
         extra: Value,
         queueing: &str,
     ) -> Result<Stage<'n>> {
