@@ -9,6 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use dispatch_kf_sim::Sim;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{DeleteParams, LogParams, Patch, PatchParams};
@@ -201,14 +202,20 @@ async fn preemption_and_eviction_mark_disruption_targets() {
     assert!(pods(&sim).is_empty());
 }
 
-#[tokio::test]
-async fn a_lost_node_leaves_pods_terminating_until_the_node_is_deleted() {
+/// A one-node job running, then the node of its pod lost: the cluster, the pod, the node.
+async fn one_pod_on_a_lost_node() -> (Sim, String, String) {
     let sim = demo().await;
     start(&sim, tj("job", 1, false, json!({}))).await;
     let pod = pod_names(&sim).remove(0);
     let node =
         sim.get("pods", "default", &pod).unwrap()["spec"]["nodeName"].as_str().unwrap().to_string();
     sim.lose_node(&node);
+    (sim, pod, node)
+}
+
+#[tokio::test]
+async fn a_lost_node_leaves_pods_terminating_until_the_node_is_deleted() {
+    let (sim, pod, node) = one_pod_on_a_lost_node().await;
     assert_eq!(cond(&sim.get("nodes", "", &node).unwrap(), "Ready").unwrap()["status"], "Unknown");
     sim.advance(Duration::from_secs(300));
     let p = sim.get("pods", "default", &pod).expect("stuck Terminating");
@@ -226,12 +233,7 @@ async fn a_lost_node_leaves_pods_terminating_until_the_node_is_deleted() {
 
 #[tokio::test]
 async fn out_of_service_taint_lets_pod_gc_remove_terminating_pods() {
-    let sim = demo().await;
-    start(&sim, tj("job", 1, false, json!({}))).await;
-    let pod = pod_names(&sim).remove(0);
-    let node =
-        sim.get("pods", "default", &pod).unwrap()["spec"]["nodeName"].as_str().unwrap().to_string();
-    sim.lose_node(&node);
+    let (sim, pod, node) = one_pod_on_a_lost_node().await;
     sim.advance(Duration::from_secs(300));
     sim.set_auto_settle(false);
     sim.taint_out_of_service(&node);

@@ -35,6 +35,25 @@ async fn running(s: &mut Stage<'_>, submission: u32) -> Result<ObjectRef> {
     Ok(object)
 }
 
+/// After a Release: Watch reports `submission` running again, as a new execution with
+/// admission count 2, narrated as `step`.
+async fn running_again_as_admission_two(
+    s: &mut Stage<'_>,
+    step: &'static str,
+    submission: u32,
+) -> Result<()> {
+    let released = s
+        .expect(step, "the TrainJob running again", |o| {
+            o.submission == submission && o.state == ObjectState::Running
+        })
+        .await?;
+    require(
+        released.execution.is_some_and(|e| e.admission == 2),
+        "a new execution, with admission count A = 2",
+        &released,
+    )
+}
+
 /// The scheduler preempts a rank; the cause is preempted, said by the scheduler. The
 /// job runs again (plain mode: a new submission), and Hold then Release make a new
 /// execution of it.
@@ -82,16 +101,7 @@ pub(crate) async fn preemption(n: &mut Narration) -> Result<()> {
     );
     s.advance(30 * MINUTE);
     s.release(&second, 1).await?;
-    let released = s
-        .expect("released", "the TrainJob running again", |o| {
-            o.submission == 2 && o.state == ObjectState::Running
-        })
-        .await?;
-    require(
-        released.execution.is_some_and(|e| e.admission == 2),
-        "a new execution, with admission count A = 2",
-        &released,
-    )?;
+    running_again_as_admission_two(&mut s, "released", 2).await?;
     s.note(
         "the same TrainJob runs again as a new execution: A went from 1 to 2, and the \
          ranks read it (DISPATCH_K8S_ADMISSION) to fence their checkpoints",
@@ -296,14 +306,7 @@ pub(crate) async fn kueue(n: &mut Narration) -> Result<()> {
     s.expect("held", "the TrainJob held", |o| o.state == ObjectState::Held).await?;
     s.release(&first, 1).await?;
     s.advance(MINUTE + Duration::from_secs(1));
-    let released = s
-        .expect("readmitted", "the TrainJob running again", |o| o.state == ObjectState::Running)
-        .await?;
-    require(
-        released.execution.is_some_and(|e| e.admission == 2),
-        "a new execution, with admission count A = 2",
-        &released,
-    )?;
+    running_again_as_admission_two(&mut s, "readmitted", 1).await?;
     s.note(
         "the Release let the gate approve admission 2: the same TrainJob runs again as a \
          new execution, and its ranks read A = 2 to fence their checkpoints",
