@@ -98,19 +98,25 @@ impl ServeArgs {
     }
 }
 
+/// The kube configuration of the simulated cluster's administrator, for a client in
+/// this process.
+pub(crate) async fn admin_config(sim: &Sim) -> Result<kube::Config> {
+    let failed = |e: &dyn std::fmt::Display| {
+        Error::unreachable(format!("the simulated cluster's kubeconfig does not load: {e}"))
+    };
+    let yaml = sim.kubeconfig_yaml("admin").map_err(|e| failed(&e))?;
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).map_err(|e| failed(&e))?;
+    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .map_err(|e| failed(&e))
+}
+
 /// Starts the readmission gate controller in-process against a simulated cluster, on
 /// its virtual clock, with the Lease `dispatch-system/dispatch-readmission-gate` that
 /// Kueue-mode settings name by default. It holds the Lease within one try.
 pub(crate) async fn start_gate(sim: &Sim) -> Result<dispatch_kf_gate::Running> {
-    let failed = |e: &dyn std::fmt::Display| {
-        Error::unreachable(format!("cannot start the readmission gate: {e}"))
-    };
-    let yaml = sim.kubeconfig_yaml("admin").map_err(|e| failed(&e))?;
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).map_err(|e| failed(&e))?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .map_err(|e| failed(&e))?;
-    let client = kube::Client::try_from(config).map_err(|e| failed(&e))?;
+    let client = kube::Client::try_from(admin_config(sim).await?)
+        .map_err(|e| Error::unreachable(format!("cannot start the readmission gate: {e}")))?;
     let mut options = dispatch_kf_gate::Options::new(
         "dispatch-system",
         "dispatch-readmission-gate",

@@ -48,16 +48,9 @@ impl Context {
 
     /// The names of the AdmissionChecks dispatch's gate serves.
     fn our_checks(&self) -> Vec<String> {
-        let ours = |c: &Arc<DynamicObject>| {
-            c.data.pointer("/spec/controllerName").and_then(Value::as_str)
-                == Some(keys::GATE_CONTROLLER_NAME)
-        };
-        self.checks
-            .state()
-            .iter()
-            .filter(|c| ours(c))
-            .filter_map(|c| c.metadata.name.clone())
-            .collect()
+        let checks = self.checks.state();
+        let ours = checks.iter().filter(|c| readmission::is_dispatch_check(&c.data));
+        ours.filter_map(|c| c.metadata.name.clone()).collect()
     }
 }
 

@@ -89,8 +89,7 @@ fn check_state(workload: &Value) -> String {
 }
 
 fn admitted(workload: &Value) -> bool {
-    let conditions = workload["status"]["conditions"].as_array().cloned().unwrap_or_default();
-    conditions.iter().any(|c| c["type"] == "Admitted" && c["status"] == "True")
+    dispatch_kf_model::json::has_true_condition(workload, "Admitted")
 }
 
 /// The admission counts the TrainJob's pods carry (its JobSet's pods are named after
@@ -125,7 +124,7 @@ async fn kueue_backend(sim: &Sim) -> KubeflowBackend {
 async fn gate_ready(sim: &Sim) {
     eventually("the gate holds the Lease and the check is Active", || {
         let check = sim.get("admissionchecks", "", CHECK)?;
-        let active = check["status"]["conditions"][0]["status"] == "True";
+        let active = dispatch_kf_model::json::has_true_condition(&check, "Active");
         (active && holder(sim).is_some()).then_some(())
     })
     .await;

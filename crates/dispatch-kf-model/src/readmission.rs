@@ -180,13 +180,16 @@ pub fn check_apply(workload: &Value, check: &str, decision: &Decision, now: &str
     }))
 }
 
+/// Whether an AdmissionCheck is dispatch's: its `spec.controllerName` is the gate's.
+pub fn is_dispatch_check(admission_check: &Value) -> bool {
+    admission_check.pointer("/spec/controllerName").and_then(Value::as_str)
+        == Some(keys::GATE_CONTROLLER_NAME)
+}
+
 /// The server-side apply body that marks an AdmissionCheck served (`Active=True`);
 /// `None` when it already is or is not dispatch's.
 pub fn active_apply(admission_check: &Value, now: &str) -> Option<Value> {
-    let controller = admission_check.pointer("/spec/controllerName").and_then(Value::as_str);
-    if controller != Some(keys::GATE_CONTROLLER_NAME)
-        || has_true_condition(admission_check, "Active")
-    {
+    if !is_dispatch_check(admission_check) || has_true_condition(admission_check, "Active") {
         return None;
     }
     let name = admission_check.pointer("/metadata/name").cloned().unwrap_or_default();

@@ -71,11 +71,9 @@ fn gate_serves(sim: &Sim) -> bool {
     let held = sim
         .get("leases", "dispatch-system", "dispatch-readmission-gate")
         .is_some_and(|l| l["spec"]["holderIdentity"].is_string());
-    let active = sim.get("admissionchecks", "", "dispatch-readmission").is_some_and(|c| {
-        c["status"]["conditions"]
-            .as_array()
-            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Active" && c["status"] == "True"))
-    });
+    let active = sim
+        .get("admissionchecks", "", "dispatch-readmission")
+        .is_some_and(|c| dispatch_kf_model::json::has_true_condition(&c, "Active"));
     held && active
 }
 
@@ -91,11 +89,7 @@ fn sim_failed(e: impl std::fmt::Display) -> Error {
 
 /// Factory on the simulated cluster, as its administrator.
 async fn backend(sim: &Sim, settings: Settings) -> Result<KubeflowBackend> {
-    let yaml = sim.kubeconfig_yaml("admin").map_err(sim_failed)?;
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).map_err(sim_failed)?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .map_err(sim_failed)?;
+    let config = crate::sim::admin_config(sim).await?;
     let cluster = dispatch_kf_client::Cluster::from_kube_config(config, Duration::from_secs(10))?;
     KubeflowBackend::with_cluster(settings, cluster, &deadline()).await
 }
