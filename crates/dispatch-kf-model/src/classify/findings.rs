@@ -6,10 +6,11 @@
 use dispatch_core::{Cause, CauseKind, Provenance};
 use jiff::Timestamp;
 
-use super::text::{one_line, with_words, words};
+use super::node_termination::Matches;
+use super::text::{one_line, trimmed, with_words, words};
 use super::{disruption_target, node_termination};
 use crate::lenient::Obj;
-use crate::object::{ContainerState, Terminated};
+use crate::object::{ContainerState, ContainerStatus, Terminated};
 use crate::view::{Pod, true_condition};
 
 /// One finding of one pod.
@@ -51,7 +52,7 @@ pub(crate) fn of_pod(pod: &Pod) -> Vec<Finding<'_>> {
     if let Some(c) = true_condition(&pod.conditions, "DisruptionTarget") {
         out.push(Finding {
             pod: name,
-            kind: disruption_target::kind_of(c.reason.or_empty()),
+            kind: disruption_target::kind_of(trimmed(c.reason.or_empty())),
             provenance: Provenance::Scheduler,
             detail: with_words("DisruptionTarget", &words(c)),
             exit_code: None,
@@ -59,31 +60,40 @@ pub(crate) fn of_pod(pod: &Pod) -> Vec<Finding<'_>> {
             source: 0,
         });
     }
-    let terminated = pod
-        .node_container()
-        .and_then(|c| terminated(&c.state).or_else(|| terminated(&c.last_state)));
-    if let Some(t) = terminated {
-        let (reason, message) = (t.reason.or_empty(), t.message.or_empty());
-        if let Some((kind, provenance)) = node_termination::classify(t.exit_code.0, reason, message)
-        {
-            let code = t.exit_code.0.map(|c| format!(" {c}")).unwrap_or_default();
-            let mut detail = with_words(&format!("node exited{code}"), reason);
-            if !message.is_empty() {
-                detail.push_str(": ");
-                detail.push_str(&one_line(message));
-            }
-            out.push(Finding {
-                pod: name,
-                kind,
-                provenance,
-                detail,
-                exit_code: t.exit_code.0.and_then(|c| i32::try_from(c).ok()),
-                at: time(t.finished_at.get()),
-                source: 1,
-            });
-        }
+    if let Some(f) = pod.node_container().and_then(|c| termination(name, c, node_termination::ROWS))
+    {
+        out.push(f);
     }
     out
+}
+
+/// The finding of one container's termination by `rows`: `state.terminated`, else
+/// `lastState.terminated`, dated by its `finishedAt`, with the detail
+/// `<container> exited <code>: <reason>[: <message>]`. Reason and message are
+/// [`trimmed`] first (R7).
+pub(crate) fn termination<'a>(
+    pod: &'a str,
+    container: &ContainerStatus,
+    rows: &[(Matches, CauseKind, Provenance)],
+) -> Option<Finding<'a>> {
+    let t = terminated(&container.state).or_else(|| terminated(&container.last_state))?;
+    let (reason, message) = (trimmed(t.reason.or_empty()), trimmed(t.message.or_empty()));
+    let (kind, provenance) = node_termination::classify_with(rows, t.exit_code.0, reason, message)?;
+    let code = t.exit_code.0.map(|c| format!(" {c}")).unwrap_or_default();
+    let mut detail = with_words(&format!("{} exited{code}", container.name.or_empty()), reason);
+    if !message.is_empty() {
+        detail.push_str(": ");
+        detail.push_str(&one_line(message));
+    }
+    Some(Finding {
+        pod,
+        kind,
+        provenance,
+        detail,
+        exit_code: t.exit_code.0.and_then(|c| i32::try_from(c).ok()),
+        at: time(t.finished_at.get()),
+        source: 1,
+    })
 }
 
 /// A container state's `terminated`, when it has one.

@@ -14,6 +14,7 @@ mod facts;
 mod findings;
 mod foreign;
 mod index;
+mod initializer;
 mod node_termination;
 mod orphans;
 mod rules;

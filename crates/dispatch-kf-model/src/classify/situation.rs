@@ -15,8 +15,8 @@ use dispatch_core::ObjectState;
 use super::execution::order_key;
 use super::facts::Facts;
 use super::rules::Outcome;
-use super::rules::pending_or_running::unschedulable_condition;
-use super::text::{name_list, per_pod_notes, with_words, words, words_of};
+use super::rules::pending_or_running::{unschedulable_condition, unschedulable_detail};
+use super::text::{name_list, per_pod_notes, trimmed, with_words, words, words_of};
 use crate::mode::Mode;
 use crate::view::{Pod, condition};
 
@@ -48,7 +48,7 @@ pub(crate) fn notes(f: &Facts<'_>, outcome: &Outcome, gated: bool) -> Vec<String
                         check.name.or_empty(),
                         check.state.get().unwrap_or("Unknown")
                     );
-                    out.push(with_words(&prefix, check.message.or_empty()));
+                    out.push(with_words(&prefix, trimmed(check.message.or_empty())));
                 }
             }
         }
@@ -64,7 +64,7 @@ pub(crate) fn notes(f: &Facts<'_>, outcome: &Outcome, gated: bool) -> Vec<String
         .filter_map(|p| {
             let c = p.pod.node_container()?;
             let w = c.state.get()?.waiting.get()?;
-            let reason = w.reason.get().filter(|r| !STARTING_REASONS.contains(r))?;
+            let reason = w.reason.get().map(trimmed).filter(|r| !STARTING_REASONS.contains(r))?;
             let words = words_of(reason, w.message.or_empty());
             Some((p.name(), format!("pod {} waiting: {words}", p.name())))
         })
@@ -96,10 +96,7 @@ pub(crate) fn notes(f: &Facts<'_>, outcome: &Outcome, gated: bool) -> Vec<String
             .current_live_pods()
             .filter_map(|p| {
                 let c = unschedulable_condition(p.pod)?;
-                Some((
-                    p.name(),
-                    format!("pod {} unschedulable: {}", p.name(), c.message.or_empty()),
-                ))
+                Some((p.name(), unschedulable_detail(p.name(), c)))
             })
             .collect();
         per_pod_notes(unschedulable, &mut out);

@@ -12,14 +12,23 @@ pub(crate) const POD_LIST_MAX: usize = 8;
 /// What joins the parts of a detail.
 pub(crate) const JOIN: &str = "; ";
 
+/// Refinement R7 (spec/classification.md "Refinements from real clusters"): a reason or
+/// message as real objects print it may start or end with spaces or line breaks (the
+/// kubelet's eviction message ends with a space); every reason and message is trimmed at
+/// both ends before it is tested or joined, so the detail never carries them.
+pub(crate) fn trimmed(text: &str) -> &str {
+    text.trim()
+}
+
 /// A condition's words: `<reason>: <message>`, the reason alone when the message is
 /// empty, the message alone when the reason is.
 pub(crate) fn words(condition: &Condition) -> String {
     words_of(condition.reason.or_empty(), condition.message.or_empty())
 }
 
-/// `<reason>: <message>`, dropping whichever is empty.
+/// `<reason>: <message>`, each [`trimmed`], dropping whichever is empty.
 pub(crate) fn words_of(reason: &str, message: &str) -> String {
+    let (reason, message) = (trimmed(reason), trimmed(message));
     match (reason.is_empty(), message.is_empty()) {
         (_, true) => reason.to_owned(),
         (true, false) => message.to_owned(),
@@ -30,6 +39,11 @@ pub(crate) fn words_of(reason: &str, message: &str) -> String {
 /// `<prefix>: <words>`, or the prefix alone when there are no words.
 pub(crate) fn with_words(prefix: &str, words: &str) -> String {
     if words.is_empty() { prefix.to_owned() } else { format!("{prefix}: {words}") }
+}
+
+/// `Workload <name> <what>: <words of c>`, as Kueue rows write a Workload's condition.
+pub(crate) fn workload_words(workload: &str, what: &str, c: &Condition) -> String {
+    with_words(&format!("Workload {workload} {what}"), &words(c))
 }
 
 /// A message on one line: line breaks become spaces, and past [`MESSAGE_MAX_CHARS`]
@@ -75,6 +89,8 @@ mod tests {
     #[test]
     fn words_drop_an_empty_part() {
         assert_eq!(words_of("Preempted", ""), "Preempted");
+        assert_eq!(words_of(" Preempted\n", " \t"), "Preempted");
+        assert_eq!(words_of("", " lost \n"), "lost");
         assert_eq!(words_of("", "lost"), "lost");
         assert_eq!(words_of("A", "b c"), "A: b c");
     }

@@ -1,12 +1,15 @@
 //! Rule 2, Failed: the TrainJob has `Failed=True`; the cause depends on the condition's
 //! reason (seeds/classification.txt "2. Failed"; the rows are spec/classification.md
-//! "Rule 2: Failed, by the condition's reason").
+//! "Rule 2: Failed, by the condition's reason"). When the pod reasons find nothing among
+//! the `node` containers, the initializers are read before giving up (refinement R5,
+//! `classify::initializer`).
 
 use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
 
 use super::Outcome;
 use crate::classify::facts::Facts;
 use crate::classify::findings::{self, time};
+use crate::classify::initializer;
 use crate::classify::text::{with_words, words};
 use crate::view::true_condition;
 
@@ -59,9 +62,15 @@ pub(crate) fn rule(f: &Facts<'_>) -> Option<Outcome> {
         Row::Fixed(kind, provenance) => fixed(kind, provenance, detail),
         Row::PodFindings => {
             let found = f.current_pods().flat_map(|p| findings::of_pod(p.pod)).collect();
-            findings::winning_cause(found).unwrap_or_else(|| {
-                fixed(CauseKind::Unknown, None, format!("{detail}; {NO_POD_EVIDENCE}"))
-            })
+            findings::winning_cause(found)
+                .or_else(|| {
+                    // Refinement R5: the initializers, before giving up.
+                    let found = f.pods.iter().flat_map(|p| initializer::of_pod(p.pod)).collect();
+                    findings::winning_cause(found)
+                })
+                .unwrap_or_else(|| {
+                    fixed(CauseKind::Unknown, None, format!("{detail}; {NO_POD_EVIDENCE}"))
+                })
         }
     };
     Some(Outcome::new(ObjectState::Ended, false, cause))

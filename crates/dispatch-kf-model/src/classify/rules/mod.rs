@@ -6,6 +6,7 @@ pub(crate) mod complete;
 pub(crate) mod failed;
 pub(crate) mod gated;
 pub(crate) mod held;
+pub(crate) mod max_execution_time;
 pub(crate) mod pending_or_running;
 pub(crate) mod suspended;
 
@@ -42,12 +43,13 @@ impl Outcome {
     }
 }
 
-/// Rules 1 to 6, in order.
+/// Rules 1 to 6, in order, with refinement R3 (`max_execution_time`) between 4 and 5.
 pub(crate) fn decide(f: &Facts<'_>) -> Outcome {
     complete::rule(f)
         .or_else(|| failed::rule(f))
         .or_else(|| gated::rule(f))
         .or_else(|| held::rule(f))
+        .or_else(|| max_execution_time::rule(f))
         .or_else(|| suspended::rule(f))
         .unwrap_or_else(|| pending_or_running::rule(f))
 }

@@ -8,12 +8,12 @@ use jiff::Timestamp;
 use super::{Outcome, Reported};
 use crate::classify::facts::Facts;
 use crate::classify::findings::{self, time};
-use crate::classify::text::{with_words, words};
+use crate::classify::text::{trimmed, with_words, words, workload_words};
 use crate::keys;
 use crate::mode::Mode;
 use crate::view::{condition, true_condition};
 
-/// What a Workload's latest eviction reason gives, Kueue mode and not admitted.
+/// What a Workload's latest eviction reason gives, Kueue mode, admitted or not (R4).
 /// A reason not listed is [`EVICTED_ANYTHING_ELSE`] (`PodsReadyTimeout`,
 /// `AdmissionCheck`, `ClusterQueueStopped`, `LocalQueueStopped`, ...).
 pub(crate) const EVICTED_ROWS: &[(&str, CauseKind)] =
@@ -29,7 +29,7 @@ pub(crate) fn rule(f: &Facts<'_>) -> Outcome {
         if admitted && !f.suspended() { ObjectState::Running } else { ObjectState::Pending };
     let mut reported = Reported::default();
     let cause = node_lost(f)
-        .or_else(|| evicted(f, admitted))
+        .or_else(|| evicted(f))
         .or_else(|| {
             let c = no_quota(f, admitted);
             reported.quota = c.is_some();
@@ -101,9 +101,12 @@ fn node_lost(f: &Facts<'_>) -> Option<Cause> {
     })
 }
 
-/// Kueue, not admitted: the Workload's `Evicted=True`, by its reason.
-fn evicted(f: &Facts<'_>, admitted: bool) -> Option<Cause> {
-    if f.options.mode != Mode::Kueue || admitted {
+/// Kueue: the Workload's `Evicted=True`, by its reason. Refinement R4 (spec/classification.md
+/// "Refinements from real clusters"): Kueue evicts in stages, and `Evicted=True` comes
+/// while `Admitted` and `QuotaReserved` are still True until the job's pods are gone, so
+/// this row applies whether or not the Workload is still admitted.
+fn evicted(f: &Facts<'_>) -> Option<Cause> {
+    if f.options.mode != Mode::Kueue {
         return None;
     }
     let w = f.workload?;
@@ -111,7 +114,7 @@ fn evicted(f: &Facts<'_>, admitted: bool) -> Option<Cause> {
     let reason = c.reason.or_empty();
     let kind =
         EVICTED_ROWS.iter().find(|(r, _)| *r == reason).map_or(EVICTED_ANYTHING_ELSE, |r| r.1);
-    let mut detail = with_words(&format!("Workload {} Evicted", w.meta.name()), &words(c));
+    let mut detail = workload_words(w.meta.name(), "Evicted", c);
     if kind == CauseKind::Preempted
         && let Some(p) = true_condition(&w.conditions, "Preempted")
     {
@@ -128,7 +131,7 @@ fn no_quota(f: &Facts<'_>, admitted: bool) -> Option<Cause> {
     let w = f.workload?;
     let c =
         condition(&w.conditions, "QuotaReserved").filter(|c| c.status.get() == Some("False"))?;
-    let detail = with_words(&format!("Workload {} QuotaReserved=False", w.meta.name()), &words(c));
+    let detail = workload_words(w.meta.name(), "QuotaReserved=False", c);
     Some(scheduler(CauseKind::NoCapacity, detail, time(c.last_transition_time.get())))
 }
 
@@ -137,9 +140,14 @@ fn no_quota(f: &Facts<'_>, admitted: bool) -> Option<Cause> {
 pub(crate) fn unschedulable(f: &Facts<'_>) -> Option<Cause> {
     f.current_live_pods().find_map(|p| {
         let c = unschedulable_condition(p.pod)?;
-        let detail = format!("pod {} unschedulable: {}", p.name(), c.message.or_empty());
+        let detail = unschedulable_detail(p.name(), c);
         Some(scheduler(CauseKind::NoCapacity, detail, time(c.last_transition_time.get())))
     })
+}
+
+/// `pod <p> unschedulable: <message>`, for the cause and for the situation note.
+pub(crate) fn unschedulable_detail(pod: &str, c: &crate::object::Condition) -> String {
+    format!("pod {pod} unschedulable: {}", trimmed(c.message.or_empty()))
 }
 
 /// A pod's `PodScheduled=False` condition with reason `Unschedulable`.

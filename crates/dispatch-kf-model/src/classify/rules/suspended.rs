@@ -5,14 +5,16 @@
 //!
 //! Plain mode: `spec.suspend` is true or the TrainJob has `Suspended=True`. Kueue mode:
 //! the Workload's `spec.active` is false, or the TrainJob is suspended while its
-//! Workload is admitted and has no `Evicted=True`.
+//! Workload is admitted and has no `Evicted=True`. A Workload Kueue deactivated for its
+//! maximum execution time is not a hold: refinement R3 (`max_execution_time`) ends it
+//! first.
 
 use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
 
 use super::Outcome;
 use crate::classify::facts::Facts;
 use crate::classify::findings::time;
-use crate::classify::text::{with_words, words};
+use crate::classify::text::{with_words, words, workload_words};
 use crate::mode::Mode;
 use crate::object::SpecField;
 use crate::view::true_condition;
@@ -26,10 +28,12 @@ pub(crate) fn rule(f: &Facts<'_>) -> Option<Outcome> {
     if inactive {
         let w = f.workload?;
         let evicted = true_condition(&w.conditions, "Evicted");
-        let prefix = format!("Workload {} inactive", w.meta.name());
         return Some(held(
             w.meta.last_setter_of(SpecField::Active),
-            evicted.map_or(prefix.clone(), |c| with_words(&prefix, &words(c))),
+            evicted.map_or_else(
+                || format!("Workload {} inactive", w.meta.name()),
+                |c| workload_words(w.meta.name(), "inactive", c),
+            ),
             evicted.and_then(|c| time(c.last_transition_time.get())),
         ));
     }
