@@ -133,6 +133,16 @@ fn not_kubernetes(file: &str, bytes: &[u8], why: &str) -> Error {
     ))
 }
 
+/// Refinement R6 (spec/classification.md "Refinements from real clusters"): whether an
+/// offline input is classified as if Nodes could be read, when the user did not say.
+/// `kubectl get trainjobs,jobsets,pods -o json` leaves Nodes out, and every pod of it
+/// would be bound to a Node that "is gone": an input that holds no Node at all is read
+/// as without permission to read Nodes. `dispatch-kf classify --nodes-readable` says
+/// otherwise.
+pub fn nodes_readable_by_default(snapshot: &Snapshot) -> bool {
+    !snapshot.nodes.is_empty()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +182,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!((list.nodes.len(), list.captured_pods.len()), (1, 1));
+    }
+
+    #[test]
+    fn an_input_without_a_node_is_read_as_without_permission_to_read_nodes() {
+        let pods = read("a", br#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}"#);
+        assert!(!nodes_readable_by_default(&pods.unwrap()));
+        let node = read("b", br#"{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}"#);
+        assert!(nodes_readable_by_default(&node.unwrap()));
     }
 }

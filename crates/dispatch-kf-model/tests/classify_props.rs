@@ -2,7 +2,10 @@
 //! (spec/classification.md "Determinism and robustness"; spec/quality.md):
 //! no input makes the reader or the classifier panic, the same input gives the same
 //! observations, the winning finding does not depend on the order of pods or
-//! conditions, and removing a label never makes an object foreign.
+//! conditions, removing a label never makes an object foreign, and whitespace around a
+//! message changes no cause kind (refinement R7).
+
+mod conventions;
 
 use std::sync::OnceLock;
 
@@ -31,6 +34,7 @@ fn fixtures() -> &'static [(String, Value)] {
         let mut out: Vec<(String, Value)> = std::fs::read_dir(dir)
             .unwrap()
             .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
             .map(|e| {
                 let name = e.file_name().to_string_lossy().into_owned();
                 (name, serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap())
@@ -39,6 +43,12 @@ fn fixtures() -> &'static [(String, Value)] {
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     })
+}
+
+/// The options a fixture's name asks for (`conventions::options_for`).
+fn options_of(name: &str, v: &Value) -> Options {
+    let snapshot = dump::read(name, &serde_json::to_vec(v).unwrap()).unwrap();
+    conventions::options_for(name, &snapshot)
 }
 
 /// Reads and classifies `v` twice; both must agree. `None` when the reader refuses.
@@ -218,6 +228,33 @@ fn mutate(v: &mut Value, picks: &[usize], new: Value, delete: bool) {
     }
 }
 
+/// Rewrites every string `message` of `v`, at any depth, with `edit` (its index among
+/// the messages, the message).
+fn edit_messages(v: &mut Value, edit: &mut impl FnMut(usize, &str) -> String, seen: &mut usize) {
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m.iter_mut() {
+                if let (true, Value::String(text)) = (k == "message", &*child) {
+                    *child = Value::String(edit(*seen, text));
+                    *seen += 1;
+                } else {
+                    edit_messages(child, edit, seen);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|c| edit_messages(c, edit, seen)),
+        _ => {}
+    }
+}
+
+/// Each object's cause kind, in order.
+fn cause_kinds(
+    v: &Value,
+    opts: &Options,
+) -> Vec<(dispatch_core::ObjectRef, dispatch_core::CauseKind)> {
+    run(v, opts).unwrap().into_iter().map(|o| (o.object, o.cause.kind)).collect()
+}
+
 fn shuffle<T>(items: &mut [T], seed: u64) {
     let mut s = seed | 1;
     for i in (1..items.len()).rev() {
@@ -265,7 +302,7 @@ proptest! {
     ) {
         let all = fixtures();
         let (name, original) = &all[which.index(all.len())];
-        let opts = options(name.starts_with("kueue-"), !name.ends_with("-no-nodes.json"));
+        let opts = options_of(name, original);
         let mut v = original.clone();
         for list in ["items", "capturedPods"] {
             if let Some(Value::Array(items)) = v.get_mut(list) {
@@ -280,6 +317,32 @@ proptest! {
         prop_assert_eq!(run(&v, &opts), run(original, &opts), "{}", name);
     }
 
+    /// Refinement R7: condition and container messages are trimmed before they are read,
+    /// so whitespace around any of them, added or taken away, changes no cause kind.
+    #[test]
+    fn trimming_or_padding_messages_changes_no_cause_kind(
+        which: prop::sample::Index,
+        pads in prop::collection::vec(("[ \t\r\n]{0,3}", "[ \t\r\n]{0,3}"), 1..16),
+    ) {
+        let all = fixtures();
+        let (name, original) = &all[which.index(all.len())];
+        let opts = options_of(name, original);
+        let kinds = cause_kinds(original, &opts);
+        let mut padded = original.clone();
+        edit_messages(
+            &mut padded,
+            &mut |i, m| {
+                let (left, right) = &pads[i % pads.len()];
+                format!("{left}{m}{right}")
+            },
+            &mut 0,
+        );
+        prop_assert_eq!(&cause_kinds(&padded, &opts), &kinds, "{} padded", name);
+        let mut trimmed = original.clone();
+        edit_messages(&mut trimmed, &mut |_, m| m.trim().to_owned(), &mut 0);
+        prop_assert_eq!(&cause_kinds(&trimmed, &opts), &kinds, "{} trimmed", name);
+    }
+
 }
 
 /// Every label of every object of every fixture, removed one at a time: none makes an
@@ -288,7 +351,7 @@ proptest! {
 #[test]
 fn removing_a_label_never_makes_an_object_foreign() {
     for (name, original) in fixtures() {
-        let opts = options(name.starts_with("kueue-"), !name.ends_with("-no-nodes.json"));
+        let opts = options_of(name, original);
         let before = run(original, &opts).unwrap();
         let count = original["items"].as_array().map_or(0, Vec::len);
         for i in 0..count {

@@ -1,0 +1,21 @@
+//! How a dump's file name says to classify it, shared by the snapshot test and the
+//! properties: a name starting `kueue-` is classified in Kueue mode; one ending
+//! `-no-nodes.json` without permission to read Nodes. A hand-made dump of real objects,
+//! `real-*.json`, is classified as `dispatch-kf classify` classifies it with no flag but
+//! `--mode`: the rest of its name starts `kueue-` for Kueue mode, and Nodes count as
+//! readable only when it holds one (refinement R6, `dump::nodes_readable_by_default`).
+
+use dispatch_kf_model::{Mode, Options, Snapshot, dump};
+
+/// The options a dump's file name (and, for a real dump, its content) asks for.
+pub(crate) fn options_for(file: &str, snapshot: &Snapshot) -> Options {
+    let (name, nodes_readable) = match file.strip_prefix("real-") {
+        Some(rest) => (rest, dump::nodes_readable_by_default(snapshot)),
+        None => (file, !file.ends_with("-no-nodes.json")),
+    };
+    Options {
+        mode: if name.starts_with("kueue-") { Mode::Kueue } else { Mode::Plain },
+        nodes_readable,
+        backend: "kf".to_owned(),
+    }
+}
