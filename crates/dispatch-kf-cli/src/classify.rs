@@ -36,10 +36,19 @@ pub(crate) struct Args {
     /// The time of the observation (RFC 3339); the current time when absent.
     #[arg(long)]
     now: Option<String>,
-    /// Whether the Nodes could be read; `--nodes-readable=false` never judges a pod
-    /// node-lost from its Node's state.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    nodes_readable: bool,
+    /// Whether the Nodes could be read. `--nodes-readable=false` never judges a pod
+    /// node-lost from its Node's state. Without the flag, Nodes count as readable when
+    /// the input holds at least one Node; an input with none (kubectl get without
+    /// `nodes`) is classified as without permission to read them, and one line on
+    /// standard error says so.
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
+    nodes_readable: Option<bool>,
     /// The backend name the object references carry.
     #[arg(long, default_value = "kubeflow")]
     backend: String,
@@ -70,7 +79,7 @@ pub(crate) fn run(args: Args) -> Result<(), Error> {
             ModeArg::Plain => Mode::Plain,
             ModeArg::Kueue => Mode::Kueue,
         },
-        nodes_readable: args.nodes_readable,
+        nodes_readable: nodes_readable(args.nodes_readable, &snapshot),
         backend: args.backend,
     };
     let observations = classify(&snapshot, &options, now);
@@ -84,6 +93,25 @@ pub(crate) fn run(args: Args) -> Result<(), Error> {
         Format::Json | Format::Yaml => output::print_structured(&observations, format),
     }
 }
+
+/// `--nodes-readable` as given, else refinement R6 (`dump::nodes_readable_by_default`):
+/// an input holding no Node is read as without permission to read Nodes, said once on
+/// standard error.
+fn nodes_readable(flag: Option<bool>, snapshot: &dispatch_kf_model::Snapshot) -> bool {
+    flag.unwrap_or_else(|| {
+        let readable = dump::nodes_readable_by_default(snapshot);
+        if !readable {
+            eprintln!("{NO_NODES_NOTICE}");
+        }
+        readable
+    })
+}
+
+/// The line on standard error when the input holds no Node and `--nodes-readable` is
+/// not given.
+pub(crate) const NO_NODES_NOTICE: &str = "dispatch-kf: the input holds no Node: classified \
+    as without permission to read Nodes, so no pod is judged node-lost from its Node \
+    (--nodes-readable says the input holds every Node there is)";
 
 /// A file's bytes in one allocation of its size (a dump may be gigabytes; growing a
 /// buffer by doubling would hold up to twice that); `-` is standard input.
