@@ -14,6 +14,14 @@ pub(crate) fn project_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Cargo's target folder: `CARGO_TARGET_DIR` when set, else `target` in the root.
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|dir| if dir.is_absolute() { dir } else { project_root().join(dir) })
+        .unwrap_or_else(|| project_root().join("target"))
+}
+
 /// Runs `cargo <args>` in the project root, failing when it fails.
 pub(crate) fn cargo(args: &[&str]) -> Result {
     cargo_env(args, &[])

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use dispatch_core::{Error, Result};
 use dispatch_kf_sim::{Sim, SimOptions};
-use serde_json::json;
 
 use crate::connect::block_on;
 use crate::console;
@@ -159,38 +158,41 @@ async fn read_console(sim: Arc<Sim>) {
     }
 }
 
-/// The Kueue objects the readmission gate needs (spec/cli.md): the ResourceFlavor
-/// `default-flavor`, the ClusterQueue `gpu` with `quota` GPUs whose admission checks
-/// list `dispatch-readmission`, that AdmissionCheck (its controller marks it Active),
-/// the namespace of the gate's Lease, and the LocalQueue `team-a` in `default`.
+/// The Kueue objects the readmission gate needs (spec/cli.md), the same ones
+/// `cargo xtask cluster up --kueue` installs on the real control plane
+/// (`fixtures/cluster/kueue-setup.json`): the ResourceFlavor `default-flavor`, the
+/// ClusterQueue `gpu` with `quota` GPUs whose admission checks list
+/// `dispatch-readmission`, that AdmissionCheck (its controller marks it Active), the
+/// namespace of the gate's Lease, and the LocalQueue `team-a` in `default`.
 pub(crate) fn install_kueue(
     sim: &Sim,
     quota: u32,
 ) -> std::result::Result<(), dispatch_kf_sim::SimError> {
-    sim.apply(json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-        "metadata": {"name": "default-flavor"}
-    }))?;
-    sim.apply(json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu"},
-        "spec": {
-            "namespaceSelector": {},
-            "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "default-flavor",
-                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": quota.to_string()}]}]}],
-            "admissionChecksStrategy": {"admissionChecks": [{"name": "dispatch-readmission"}]}
-        }
-    }))?;
-    sim.apply(json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "dispatch-readmission"},
-        "spec": {"controllerName": dispatch_kf_model::keys::GATE_CONTROLLER_NAME}
-    }))?;
-    // Where the gate controller keeps its Lease (docs/gate.md).
-    sim.apply(
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dispatch-system"}}),
-    )?;
-    sim.apply(json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-        "metadata": {"name": "team-a", "namespace": "default"}, "spec": {"clusterQueue": "gpu"}
-    }))?;
+    for object in kueue_setup(quota) {
+        sim.apply(object)?;
+    }
     Ok(())
+}
+
+/// The shared Kueue setup with the ClusterQueue's GPU quota filled in.
+fn kueue_setup(quota: u32) -> Vec<serde_json::Value> {
+    const SETUP: &str = include_str!("../../../fixtures/cluster/kueue-setup.json");
+    let text = SETUP.replace("\"$QUOTA\"", &format!("\"{quota}\""));
+    serde_json::from_str(&text).expect("fixtures/cluster/kueue-setup.json is a JSON array")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kueue_setup_names_the_gates_controller_and_takes_the_quota() {
+        let setup = kueue_setup(16);
+        let check = setup.iter().find(|o| o["kind"] == "AdmissionCheck").unwrap();
+        assert_eq!(check["spec"]["controllerName"], dispatch_kf_model::keys::GATE_CONTROLLER_NAME);
+        let queue = setup.iter().find(|o| o["kind"] == "ClusterQueue").unwrap();
+        let quota =
+            &queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"];
+        assert_eq!(quota, "16");
+    }
 }

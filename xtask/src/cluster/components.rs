@@ -1,0 +1,380 @@
+//! Starting the control plane, component by component, each waited for before the next:
+//! the one place that holds their ports, flags and configuration files.
+//!
+//! Timings are shortened so a node loss shows within a minute: kwok renews node leases
+//! every 2 s, the node lifecycle controller calls a node lost after 10 s without one, and
+//! pods tolerate an unreachable node for 10 s before the taint manager evicts them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::manifests::{self, JOBSET, KUEUE, TRAINER, Upstream};
+use super::pki::Pki;
+use super::{Options, build, process, versions};
+
+/// The admin kubeconfig's file name in the run folder.
+pub(crate) const KUBECONFIG_NAME: &str = "admin.kubeconfig";
+
+/// Every port the control plane listens on, all on 127.0.0.1.
+mod port {
+    pub(super) const ETCD: u16 = 23790;
+    pub(super) const ETCD_PEER: u16 = 23800;
+    pub(super) const APISERVER: u16 = 26443;
+    pub(super) const CONTROLLER_MANAGER: u16 = 20257;
+    pub(super) const SCHEDULER: u16 = 20259;
+    pub(super) const KWOK: u16 = 20250;
+    pub(super) const JOBSET_WEBHOOK: u16 = 29443;
+    pub(super) const JOBSET_HEALTH: u16 = 28081;
+    pub(super) const TRAINER_WEBHOOK: u16 = 29444;
+    pub(super) const TRAINER_HEALTH: u16 = 28082;
+    pub(super) const KUEUE_WEBHOOK: u16 = 29445;
+    pub(super) const KUEUE_HEALTH: u16 = 28083;
+}
+
+/// How long one component may take to become ready.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// Kueue reads its metrics certificate from this fixed path when its own certificate
+/// management is off (`cmd/kueue/main.go`); nothing else of the cluster is outside the
+/// run folder.
+const KUEUE_METRICS_CERTS: &str = "/etc/kueue/metrics/certs";
+
+struct Plane<'a> {
+    dir: &'a Path,
+    pki: Pki,
+    kubeconfig: PathBuf,
+}
+
+/// Starts everything `options` asks for in the empty folder `dir`; returns the admin
+/// kubeconfig once every component is ready.
+pub(crate) fn start_all(dir: &Path, options: &Options) -> Result<PathBuf, String> {
+    let pki = Pki::make(&dir.join("pki"))?;
+    let kubeconfig = dir.join(KUBECONFIG_NAME);
+    std::fs::write(&kubeconfig, admin_kubeconfig(&pki)?).map_err(|e| format!("{e}"))?;
+    let plane = Plane { dir, pki, kubeconfig: kubeconfig.clone() };
+    plane.etcd()?;
+    plane.apiserver()?;
+    plane.controller_manager()?;
+    plane.scheduler()?;
+    plane.kwok(options)?;
+    plane.controller(&JOBSET, port::JOBSET_WEBHOOK, port::JOBSET_HEALTH)?;
+    plane.controller(&TRAINER, port::TRAINER_WEBHOOK, port::TRAINER_HEALTH)?;
+    plane.torch_runtime()?;
+    if options.kueue {
+        plane.controller(&KUEUE, port::KUEUE_WEBHOOK, port::KUEUE_HEALTH)?;
+        plane.kueue_setup(options.nodes * options.gpus)?;
+    }
+    Ok(kubeconfig)
+}
+
+fn admin_kubeconfig(pki: &Pki) -> Result<String, String> {
+    Ok(format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: dispatch-kf\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority-data: {}\nusers:\n- name: admin\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: dispatch-kf\n  context: {{cluster: dispatch-kf, user: admin, namespace: default}}\ncurrent-context: dispatch-kf\n",
+        port::APISERVER,
+        Pki::base64_of(&pki.ca_crt())?,
+        Pki::base64_of(&pki.admin_crt())?,
+        Pki::base64_of(&pki.admin_key())?,
+    ))
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("the cache path is UTF-8")
+}
+
+impl Plane<'_> {
+    fn command(&self, name: &str) -> Command {
+        Command::new(build::binary(&versions::component(name)))
+    }
+
+    /// Starts `name` and waits until `ready`.
+    fn start(
+        &self,
+        name: &str,
+        command: Command,
+        ready: impl FnMut() -> bool,
+    ) -> Result<(), String> {
+        eprintln!("xtask: starting {name}");
+        let pid = process::spawn(self.dir, name, command)?;
+        process::wait_ready(self.dir, name, pid, PATIENCE, ready)
+    }
+
+    /// A GET of a local HTTP(S) endpoint, as the admin for the apiserver, answering 200.
+    fn answers(&self, url: &str) -> bool {
+        let mut curl = Command::new("curl");
+        curl.args([
+            "-sf",
+            "-o",
+            "/dev/null",
+            "--max-time",
+            "5",
+            "--cacert",
+            path(&self.pki.ca_crt()),
+        ]);
+        if url.contains(&format!(":{}/", port::APISERVER)) {
+            curl.args([
+                "--cert",
+                path(&self.pki.admin_crt()),
+                "--key",
+                path(&self.pki.admin_key()),
+            ]);
+        } else {
+            curl.arg("-k");
+        }
+        curl.arg(url).status().is_ok_and(|s| s.success())
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Result<String, String> {
+        let output = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run kubectl (is it installed?): {e}"))?;
+        if output.status.success() {
+            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        } else {
+            Err(format!("kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&output.stderr)))
+        }
+    }
+
+    /// `kubectl wait` for a condition, asked again while the objects are too new to have
+    /// conditions at all (kubectl then fails at once instead of waiting).
+    fn wait_for(&self, what: &[&str]) -> Result<(), String> {
+        let deadline = std::time::Instant::now() + PATIENCE;
+        let mut args = vec!["wait", "--timeout=60s"];
+        args.extend_from_slice(what);
+        loop {
+            match self.kubectl(&args) {
+                Ok(_) => return Ok(()),
+                Err(e) if std::time::Instant::now() > deadline => return Err(e),
+                Err(_) => std::thread::sleep(Duration::from_millis(500)),
+            }
+        }
+    }
+
+    /// Server-side applies files, as upstream's docs install their large CRDs.
+    fn apply_files(&self, files: &[PathBuf]) -> Result<(), String> {
+        let mut args = vec![
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=dispatch-kf-xtask",
+        ];
+        for file in files {
+            args.extend(["-f", path(file)]);
+        }
+        self.kubectl(&args).map(|_| ())
+    }
+
+    /// Server-side applies objects, kept as `manifests/<name>.json` for a reader.
+    fn apply(&self, name: &str, objects: &[Value]) -> Result<(), String> {
+        let folder = self.dir.join("manifests");
+        std::fs::create_dir_all(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+        let file = folder.join(format!("{name}.json"));
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+        std::fs::write(&file, serde_json::to_vec_pretty(&list).expect("JSON"))
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        self.apply_files(&[file])
+    }
+
+    fn etcd(&self) -> Result<(), String> {
+        let mut etcd = self.command("etcd");
+        let client = format!("http://127.0.0.1:{}", port::ETCD);
+        let peer = format!("http://127.0.0.1:{}", port::ETCD_PEER);
+        etcd.args(["--name=node0", "--unsafe-no-fsync", "--auto-compaction-retention=1"])
+            .arg(format!("--data-dir={}", path(&self.dir.join("etcd"))))
+            .arg(format!("--listen-client-urls={client}"))
+            .arg(format!("--advertise-client-urls={client}"))
+            .arg(format!("--listen-peer-urls={peer}"))
+            .arg(format!("--initial-advertise-peer-urls={peer}"))
+            .arg(format!("--initial-cluster=node0={peer}"));
+        self.start("etcd", etcd, || self.answers(&format!("{client}/health")))
+    }
+
+    fn apiserver(&self) -> Result<(), String> {
+        let pki = &self.pki;
+        let mut apiserver = self.command("kube-apiserver");
+        apiserver
+            .arg(format!("--etcd-servers=http://127.0.0.1:{}", port::ETCD))
+            .args(["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1"])
+            .arg(format!("--secure-port={}", port::APISERVER))
+            .arg(format!("--tls-cert-file={}", path(&pki.serving_crt())))
+            .arg(format!("--tls-private-key-file={}", path(&pki.serving_key())))
+            .arg(format!("--client-ca-file={}", path(&pki.ca_crt())))
+            .arg(format!("--kubelet-client-certificate={}", path(&pki.admin_crt())))
+            .arg(format!("--kubelet-client-key={}", path(&pki.admin_key())))
+            .arg("--service-account-issuer=https://kubernetes.default.svc")
+            .arg(format!("--service-account-key-file={}", path(&pki.sa_pub())))
+            .arg(format!("--service-account-signing-key-file={}", path(&pki.sa_key())))
+            .args(["--authorization-mode=Node,RBAC", "--service-cluster-ip-range=10.96.0.0/16"])
+            .args(["--allow-privileged=true", "--enable-admission-plugins=NodeRestriction"])
+            .args([
+                "--default-not-ready-toleration-seconds=10",
+                "--default-unreachable-toleration-seconds=10",
+            ]);
+        let url = format!("https://127.0.0.1:{}/readyz", port::APISERVER);
+        self.start("kube-apiserver", apiserver, || self.answers(&url))
+    }
+
+    fn controller_manager(&self) -> Result<(), String> {
+        let mut kcm = self.command("kube-controller-manager");
+        kcm.arg(format!("--kubeconfig={}", path(&self.kubeconfig)))
+            .args([
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                "--use-service-account-credentials=false",
+            ])
+            .arg(format!("--secure-port={}", port::CONTROLLER_MANAGER))
+            .arg(format!("--root-ca-file={}", path(&self.pki.ca_crt())))
+            .arg(format!("--service-account-private-key-file={}", path(&self.pki.sa_key())))
+            .args(["--node-monitor-period=1s", "--node-monitor-grace-period=10s"])
+            .args(["--node-eviction-rate=10", "--secondary-node-eviction-rate=10"])
+            .args(["--kube-api-qps=200", "--kube-api-burst=400"]);
+        let url = format!("https://127.0.0.1:{}/healthz", port::CONTROLLER_MANAGER);
+        self.start("kube-controller-manager", kcm, || self.answers(&url))
+    }
+
+    fn scheduler(&self) -> Result<(), String> {
+        let mut scheduler = self.command("kube-scheduler");
+        scheduler
+            .arg(format!("--kubeconfig={}", path(&self.kubeconfig)))
+            .args(["--leader-elect=false", "--bind-address=127.0.0.1"])
+            .arg(format!("--secure-port={}", port::SCHEDULER))
+            .args(["--kube-api-qps=200", "--kube-api-burst=400"]);
+        let url = format!("https://127.0.0.1:{}/healthz", port::SCHEDULER);
+        self.start("kube-scheduler", scheduler, || self.answers(&url))
+    }
+
+    /// kwok, then `options.nodes` nodes `kwok-node-<i>` that it makes Ready.
+    fn kwok(&self, options: &Options) -> Result<(), String> {
+        let stages = crate::run::project_root().join("xtask/cluster/kwok-stages.yaml");
+        let mut kwok = self.command("kwok");
+        kwok.arg(format!("--kubeconfig={}", path(&self.kubeconfig)))
+            .arg(format!("--config={}", path(&stages)))
+            .arg("--manage-all-nodes=false")
+            .arg(format!(
+                "--manage-nodes-with-label-selector={}={}",
+                manifests::KWOK_MANAGED.0,
+                manifests::KWOK_MANAGED.1
+            ))
+            .args(["--node-ip=127.0.0.1", "--node-name=localhost", "--cidr=10.0.0.0/16"])
+            .arg(format!("--node-port={}", port::KWOK))
+            .arg(format!("--server-address=127.0.0.1:{}", port::KWOK))
+            .arg(format!("--tls-cert-file={}", path(&self.pki.serving_crt())))
+            .arg(format!("--tls-private-key-file={}", path(&self.pki.serving_key())))
+            .arg("--node-lease-duration-seconds=8");
+        self.start("kwok", kwok, || true)?;
+        let nodes: Vec<Value> = (0..options.nodes)
+            .map(|i| manifests::node(&format!("kwok-node-{i}"), options.gpus))
+            .collect();
+        self.apply("nodes", &nodes)?;
+        self.kubectl(&["wait", "--for=condition=Ready", "nodes", "--all", "--timeout=120s"])
+            .map(|_| ())
+    }
+
+    /// One of the three controllers: its CRDs, its configuration, the process, and once
+    /// it is ready its webhooks.
+    fn controller(
+        &self,
+        upstream: &Upstream,
+        webhook_port: u16,
+        health_port: u16,
+    ) -> Result<(), String> {
+        let component = versions::component(upstream.command);
+        let module = build::module_dir(&component)?;
+        self.apply_files(&manifests::crd_files(&module, upstream)?)?;
+        self.wait_for(&["--for=condition=Established", "crd", "--all"])?;
+        let certs = self.dir.join(upstream.command).join("certs");
+        self.serving_certs_in(&certs)?;
+        let config = self.dir.join(upstream.command).join("config.yaml");
+        let health = format!("127.0.0.1:{health_port}");
+        let text = controller_config(upstream, webhook_port, &health, &certs);
+        std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
+        let mut command = self.command(upstream.command);
+        command
+            .arg(format!("--config={}", path(&config)))
+            .env("KUBECONFIG", &self.kubeconfig)
+            // The Trainer serves its webhooks from controller-runtime's default folder,
+            // under TMPDIR; it has no setting for it.
+            .env("TMPDIR", self.dir.join(upstream.command));
+        match upstream.command {
+            "jobset" => {
+                command.args(["--leader-elect=false", "--metrics-bind-address=0"]);
+                command.arg(format!("--health-probe-bind-address={health}"));
+            }
+            "kueue" => {
+                let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}});
+                self.apply("kueue-namespace", &[namespace])?;
+                self.serving_certs_in(Path::new(KUEUE_METRICS_CERTS))?;
+                command.arg("--feature-gates=VisibilityOnDemand=false");
+            }
+            _ => {}
+        }
+        let trainer_certs =
+            self.dir.join(upstream.command).join("k8s-webhook-server/serving-certs");
+        self.serving_certs_in(&trainer_certs)?;
+        let ready = format!("http://{health}/readyz");
+        self.start(upstream.command, command, || self.answers(&ready))?;
+        let manifests = manifests::documents(&module.join(upstream.webhooks))?;
+        let ca = Pki::base64_of(&self.pki.ca_crt())?;
+        let configs = manifests::webhook_configurations(upstream, manifests, webhook_port, &ca);
+        self.apply(&format!("{}-webhooks", upstream.command), &configs)
+    }
+
+    /// The serving certificate as `tls.crt` and `tls.key` in `dir`.
+    fn serving_certs_in(&self, dir: &Path) -> Result<(), String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for (from, to) in [(self.pki.serving_crt(), "tls.crt"), (self.pki.serving_key(), "tls.key")]
+        {
+            std::fs::copy(&from, dir.join(to)).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        Ok(())
+    }
+
+    /// The Trainer's stock `torch-distributed` ClusterTrainingRuntime.
+    fn torch_runtime(&self) -> Result<(), String> {
+        let module = build::module_dir(&versions::component(TRAINER.command))?;
+        self.apply_files(&[module.join(manifests::TORCH_RUNTIME)])
+    }
+
+    /// Kueue's queues and the readmission AdmissionCheck, as `sim serve --kueue` has them.
+    fn kueue_setup(&self, quota: u32) -> Result<(), String> {
+        let file = crate::run::project_root().join("fixtures/cluster/kueue-setup.json");
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        self.apply("kueue-setup", &manifests::kueue_setup(&text, quota)?)
+    }
+}
+
+/// A controller's configuration file: its webhook on `webhook_port` serving the files of
+/// `certs`, health on `health`, no metrics, no leader election, no certificate
+/// management of its own (it would make certificates for in-cluster Service names).
+fn controller_config(upstream: &Upstream, webhook_port: u16, health: &str, certs: &Path) -> String {
+    let certs = path(certs);
+    match upstream.command {
+        "jobset" => format!(
+            "apiVersion: config.jobset.x-k8s.io/v1alpha1\nkind: Configuration\n\
+             leaderElection: {{leaderElect: false}}\ninternalCertManagement: {{enable: false}}\n\
+             webhook: {{port: {webhook_port}, host: 127.0.0.1, certDir: {certs}}}\n\
+             metrics: {{bindAddress: \"0\", certDir: {certs}}}\nhealth: {{healthProbeBindAddress: \"{health}\"}}\n"
+        ),
+        "trainer-controller-manager" => format!(
+            "apiVersion: config.trainer.kubeflow.org/v1alpha1\nkind: Configuration\n\
+             leaderElection: {{leaderElect: false}}\ncertManagement: {{enable: false}}\n\
+             webhook: {{port: {webhook_port}, host: 127.0.0.1}}\n\
+             metrics: {{bindAddress: \"0\"}}\n\
+             health: {{healthProbeBindAddress: \"{health}\", readinessEndpointName: readyz, livenessEndpointName: healthz}}\n"
+        ),
+        _ => format!(
+            "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nnamespace: kueue-system\n\
+             leaderElection: {{leaderElect: false}}\ninternalCertManagement: {{enable: false}}\n\
+             webhook: {{port: {webhook_port}, host: 127.0.0.1, certDir: {certs}}}\n\
+             metrics: {{bindAddress: \"0\"}}\nhealth: {{healthProbeBindAddress: \"{health}\"}}\n\
+             manageJobsWithoutQueueName: false\n\
+             integrations: {{frameworks: [\"trainer.kubeflow.org/trainjob\"]}}\n"
+        ),
+    }
+}

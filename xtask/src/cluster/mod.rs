@@ -1,0 +1,178 @@
+//! `cargo xtask cluster up|down|build`: a real Kubernetes control plane on localhost,
+//! built from upstream's Go modules (`versions.rs`): etcd, kube-apiserver,
+//! kube-controller-manager, kube-scheduler, kwok playing the nodes' kubelets, and the
+//! JobSet, Trainer and (with `--kueue`) Kueue controllers with their CRDs and webhooks.
+//! docs/real-cluster.md says what runs, how to start it and where its logs are.
+
+mod build;
+mod components;
+mod manifests;
+mod pki;
+mod process;
+mod versions;
+
+pub(crate) use build::cache_dir;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::run;
+
+use components::KUBECONFIG_NAME;
+
+/// What `cluster up` was asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Options {
+    /// Install Kueue, its queues and the readmission AdmissionCheck.
+    pub(crate) kueue: bool,
+    /// How many kwok nodes.
+    pub(crate) nodes: u32,
+    /// GPUs (`nvidia.com/gpu`) per node.
+    pub(crate) gpus: u32,
+    /// Where to copy the admin kubeconfig.
+    pub(crate) kubeconfig_out: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { kueue: false, nodes: 4, gpus: 8, kubeconfig_out: None }
+    }
+}
+
+const USAGE: &str = "usage: cargo xtask cluster <up [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE] | gate | down | build>";
+
+/// `cargo xtask cluster ...`.
+pub(crate) fn run(args: &[String]) -> run::Result {
+    match args.first().map(String::as_str) {
+        Some("up") => up(&parse_up(&args[1..])?).map(|_| ()),
+        Some("down") => down(),
+        Some("gate") => start_gate(),
+        Some("build") => build::build_missing(),
+        _ => Err(USAGE.to_owned()),
+    }
+}
+
+fn parse_up(args: &[String]) -> Result<Options, String> {
+    let mut options = Options::default();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) => (flag, Some(value.to_owned())),
+            None => (arg.as_str(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| rest.next().cloned())
+                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))
+        };
+        let number = |v: String| {
+            v.parse::<u32>().map_err(|_| format!("{flag} takes a whole number, not {v:?}"))
+        };
+        match flag {
+            "--kueue" if inline.is_none() => options.kueue = true,
+            "--nodes" => options.nodes = number(value()?)?,
+            "--gpus" => options.gpus = number(value()?)?,
+            "--kubeconfig-out" => options.kubeconfig_out = Some(PathBuf::from(value()?)),
+            _ => return Err(format!("unknown argument {arg:?}\n{USAGE}")),
+        }
+    }
+    if options.nodes < 3 {
+        // With every node lost, the node lifecycle controller stops evicting; a node-loss
+        // test needs healthy nodes beside the lost one (docs/real-cluster.md).
+        return Err("--nodes must be at least 3, so that one node can be lost while the others stay healthy".into());
+    }
+    Ok(options)
+}
+
+/// Where the running cluster keeps its certificates, pids, logs and etcd data.
+pub(crate) fn run_dir() -> PathBuf {
+    build::cache_dir().join("run")
+}
+
+/// Builds what is missing, starts the control plane and returns its admin kubeconfig.
+pub(crate) fn up(options: &Options) -> Result<PathBuf, String> {
+    let started = Instant::now();
+    build::build_missing()?;
+    down()?;
+    let dir = run_dir();
+    let _ = std::fs::remove_dir_all(&dir);
+    let kubeconfig = components::start_all(&dir, options)?;
+    if let Some(out) = &options.kubeconfig_out {
+        std::fs::copy(&kubeconfig, out).map_err(|e| format!("{}: {e}", out.display()))?;
+    }
+    let shown = options.kubeconfig_out.as_deref().unwrap_or(&kubeconfig);
+    eprintln!(
+        "xtask: the control plane is up in {:.0?}{}; kubeconfig {}; logs in {}",
+        started.elapsed(),
+        if options.kueue { " with Kueue" } else { "" },
+        shown.display(),
+        dir.join("logs").display()
+    );
+    Ok(kubeconfig)
+}
+
+/// Stops every process `up` started and checks none is left.
+pub(crate) fn down() -> run::Result {
+    let killed = process::stop_all(&run_dir(), Duration::from_secs(15))?;
+    if !killed.is_empty() {
+        eprintln!("xtask: had to kill {} after 15 s", killed.join(", "));
+    }
+    Ok(())
+}
+
+/// Builds `dispatch-kf-gate` and starts it against the running cluster (with the
+/// admin's kubeconfig, its Lease in `dispatch-system`), as one more of its processes, so
+/// `down` stops it too.
+pub(crate) fn start_gate() -> run::Result {
+    run::cargo(&["build", "-p", "dispatch-kf-gate", "--locked"])?;
+    let binary = run::target_dir().join("debug").join("dispatch-kf-gate");
+    let mut gate = std::process::Command::new(binary);
+    gate.arg("--kubeconfig").arg(run_dir().join(KUBECONFIG_NAME)).args([
+        "--lease-namespace",
+        "dispatch-system",
+        "--identity",
+        "xtask-gate",
+    ]);
+    let pid = process::spawn(&run_dir(), "dispatch-kf-gate", gate)?;
+    // It is ready when its Lease names it.
+    process::wait_ready(&run_dir(), "dispatch-kf-gate", pid, Duration::from_secs(60), || {
+        std::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(run_dir().join(KUBECONFIG_NAME))
+            .args(["-n", "dispatch-system", "get", "lease", "dispatch-readmission-gate"])
+            .args(["-o", "jsonpath={.spec.holderIdentity}"])
+            .output()
+            .is_ok_and(|o| o.stdout == b"xtask-gate")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    #[test]
+    fn up_takes_its_flags_in_either_spelling() {
+        let options =
+            parse_up(&args(&["--kueue", "--nodes", "5", "--gpus=2", "--kubeconfig-out", "k.yaml"]))
+                .unwrap();
+        assert_eq!(
+            options,
+            Options { kueue: true, nodes: 5, gpus: 2, kubeconfig_out: Some("k.yaml".into()) }
+        );
+        assert_eq!(parse_up(&[]).unwrap(), Options::default());
+    }
+
+    #[test]
+    fn up_refuses_what_it_cannot_do() {
+        for bad in
+            [&["--nodes", "2"][..], &["--nodes", "x"], &["--gpus"], &["--what"], &["--kueue=yes"]]
+        {
+            assert!(parse_up(&args(bad)).is_err(), "{bad:?}");
+        }
+    }
+}
