@@ -3,13 +3,18 @@
 //! - `cargo xtask test`: every test of the workspace (what `.ci/run` runs).
 //! - `cargo xtask ci`: formatting, clippy with warnings denied, docs, then the tests.
 //! - `cargo xtask bench classify`: offline classification against a plain JSON parse.
-//! - `cargo xtask e2e --kubeconfig FILE`: the end-to-end suite against a real cluster.
+//! - `cargo xtask e2e --kubeconfig FILE | --real`: the end-to-end suite against a real
+//!   cluster, or on the real control plane of `cargo xtask cluster` in both modes.
+//! - `cargo xtask cluster up|gate|down|build`: the real control plane (docs/real-cluster.md).
+//! - `cargo xtask fidelity`: the suite on the sim and on the real control plane, side by side.
 //! - `cargo xtask install`: installs `dispatch-kf` and the kubectl plugin `kubectl-dispatch`.
 //!
 //! `tidy.rs` holds checks on the codebase itself, run as tests.
 
 mod bench;
+mod cluster;
 mod e2e;
+mod fidelity;
 mod install;
 mod run;
 #[cfg(test)]
@@ -17,13 +22,18 @@ mod tidy;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <test|ci|bench classify|e2e --kubeconfig FILE|install>
+const USAGE: &str = "usage: cargo xtask <test|ci|bench classify|e2e|cluster|fidelity|install>
 
   test             run every test of the workspace
   ci               cargo fmt --check, clippy -D warnings, cargo doc, then test
   bench classify   time dispatch-kf classify against serde_json on generated dumps
-  e2e --kubeconfig FILE
-                   run the end-to-end suite against a real cluster (docs/e2e.md)
+  e2e --kubeconfig FILE | --real
+                   run the end-to-end suite against a real cluster (docs/e2e.md), or on
+                   the real control plane in both modes (docs/real-cluster.md)
+  cluster up [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE] | gate | down | build
+                   the real control plane on localhost, built from upstream's Go modules
+  fidelity [--compare]
+                   the e2e suite on the sim and the real control plane, side by side
   install          cargo install dispatch-kf and the kubectl plugin kubectl-dispatch";
 
 fn main() -> ExitCode {
@@ -33,6 +43,8 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("bench") => bench::run(&args[1..]),
         Some("e2e") => e2e::run(&args[1..]),
+        Some("cluster") => cluster::run(&args[1..]),
+        Some("fidelity") => fidelity::run(&args[1..]),
         Some("install") => install::run(&args[1..]),
         _ => {
             eprintln!("{USAGE}");

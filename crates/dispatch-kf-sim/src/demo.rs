@@ -14,7 +14,7 @@ pub fn torch_distributed() -> Value {
         "kind": "ClusterTrainingRuntime",
         "metadata": {"name": "torch-distributed", "labels": {"trainer.kubeflow.org/framework": "torch"}},
         "spec": {
-            "mlPolicy": {"numNodes": 1, "torch": {"numProcPerNode": "auto"}},
+            "mlPolicy": {"numNodes": 1, "torch": {}},
             "template": {"spec": {"replicatedJobs": [{
                 "name": "node",
                 "replicas": 1,

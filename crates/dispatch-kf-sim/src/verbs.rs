@@ -68,10 +68,16 @@ impl Sim {
 
     /// The `node` container (and every other) exits with `code`.
     pub fn exit(&self, ns: &str, pod: &str, code: i64) -> bool {
+        self.exit_with_message(ns, pod, code, "")
+    }
+
+    /// The `node` container (and every other) exits with `code`, leaving `message` in
+    /// its termination log, as a program that writes `/dev/termination-log` does.
+    pub fn exit_with_message(&self, ns: &str, pod: &str, code: i64, message: &str) -> bool {
         let reason = if code == 0 { "Completed" } else { "Error" };
         self.with_pod(ns, pod, |st, key, p| {
             let now = st.now_str();
-            terminate(p, code, reason, "", &now);
+            terminate(p, code, reason, message, &now);
             st.store.put(key.clone(), p.clone());
         })
     }

@@ -53,12 +53,13 @@ impl World {
         }
     }
 
-    /// Starts `job` running `program`, opens it, waits until it ends, and stops it;
-    /// returns how it ended.
-    async fn run_to_the_end(&self, job: &JobId, program: Program) -> ObjectObs {
+    /// Starts `job` running `program`, opens it, waits until it ends, records how
+    /// (`World::record`, as `scenario`), and stops it; returns how it ended.
+    async fn run_to_the_end(&self, scenario: &str, job: &JobId, program: Program) -> ObjectObs {
         let object = self.backend.start(&cx(), &request(job, program)).await.unwrap();
         self.backend.open(&cx(), &object).await.unwrap();
         let ended = self.until_found(job, "the job ended", |o| o.state == ObjectState::Ended).await;
+        self.record(scenario, &ended).await;
         self.stop_leaves_nothing(job).await;
         ended
     }
@@ -159,17 +160,43 @@ async fn start_refuses_a_bad_request_and_creates_nothing() {
 #[tokio::test]
 async fn a_program_that_exits_zero_ends_succeeded() {
     let job = job(4);
-    let ended = World::for_job(&job).await.run_to_the_end(&job, Program::Succeed).await;
+    let ended = World::for_job(&job).await.run_to_the_end("exit-0", &job, Program::Succeed).await;
     assert_eq!((ended.cause.kind, ended.cause.exit_code), (CauseKind::None, None), "{ended:#?}");
 }
 
 #[tokio::test]
 async fn a_program_that_exits_one_ends_failed_with_its_exit_code() {
     let job = job(5);
-    let ended = World::for_job(&job).await.run_to_the_end(&job, Program::Fail).await;
+    let ended = World::for_job(&job).await.run_to_the_end("exit-1", &job, Program::Fail).await;
     assert_eq!(
         (ended.cause.kind, ended.cause.provenance, ended.cause.exit_code),
         (CauseKind::NonZeroExit, Some(Provenance::Application), Some(1)),
+        "{ended:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_rank_out_of_memory_ends_the_job_out_of_memory() {
+    let job = job(7);
+    let ended =
+        World::for_job(&job).await.run_to_the_end("oom", &job, Program::ExhaustMemory).await;
+    assert_eq!(
+        (ended.cause.kind, ended.cause.exit_code),
+        (CauseKind::OutOfMemory, Some(137)),
+        "{ended:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_working_directory_ends_the_job_launch_failed_with_125() {
+    let job = job(8);
+    let ended = World::for_job(&job)
+        .await
+        .run_to_the_end("prologue-125", &job, Program::MissingWorkdir)
+        .await;
+    assert_eq!(
+        (ended.cause.kind, ended.cause.provenance, ended.cause.exit_code),
+        (CauseKind::LaunchFailed, Some(Provenance::Application), Some(125)),
         "{ended:#?}"
     );
 }

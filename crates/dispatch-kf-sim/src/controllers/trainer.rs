@@ -45,14 +45,10 @@ fn apply_trainer(rjob: &mut Value, tj: &Value, rt: &Value) {
     rjob["template"]["spec"]["completions"] = json!(nodes);
     rjob["template"]["spec"]["completionMode"] = json!("Indexed");
     let name = str_at(tj, "/metadata/name");
-    let procs = trainer["numProcPerNode"]
-        .as_i64()
-        .map(|n| n.to_string())
-        .or_else(|| {
-            rt.pointer("/spec/mlPolicy/torch/numProcPerNode")
-                .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
-        })
-        .unwrap_or_else(|| "auto".into());
+    // Trainer v2.3 reads it from the TrainJob alone (its runtimes' torch policy has no
+    // such field), `auto` when unset (`plugins/torch/torch.go`).
+    let procs =
+        trainer["numProcPerNode"].as_i64().map_or_else(|| "auto".to_owned(), |n| n.to_string());
     let Some(containers) =
         rjob.pointer_mut("/template/spec/template/spec/containers").and_then(Value::as_array_mut)
     else {

@@ -17,10 +17,14 @@ pub(crate) const NAMESPACE: &str = "dispatch-e2e";
 pub(crate) const RUNTIME: &str = "dispatch-e2e-torch";
 /// The image every rank runs: small, public, with a POSIX shell.
 pub(crate) const IMAGE: &str = "busybox:1.36";
+/// The environment variable naming the folder where scenarios record how they ended.
+pub(crate) const RECORD_VAR: &str = "DISPATCH_KF_E2E_RECORD";
 /// The field manager of the suite's own writes.
 const MANAGER: &str = "dispatch-kf-e2e";
 
-/// What a rank runs. The list is closed, so the sim can play each one.
+/// What a rank runs. The list is closed, so the sim can play each one; on the real
+/// control plane kwok's stages play them from the pod's spec, as a node would run them
+/// (`xtask/cluster/kwok-stages.yaml`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Program {
     /// Runs for ten minutes: long enough to be held, released and stopped.
@@ -29,27 +33,57 @@ pub(crate) enum Program {
     Succeed,
     /// Exits 1 at once.
     Fail,
+    /// Reads `/dev/zero` into memory until the kernel's OOM killer ends it.
+    ExhaustMemory,
+    /// Never starts: the prologue finds no working directory and exits 125.
+    MissingWorkdir,
 }
+
+/// The working directory [`Program::MissingWorkdir`] asks for.
+pub(crate) const MISSING_WORKDIR: &str = "/nonexistent/dispatch-e2e";
 
 impl Program {
     /// Every program.
-    pub(crate) const ALL: [Program; 3] = [Program::Sleep, Program::Succeed, Program::Fail];
+    pub(crate) const ALL: [Program; 5] = [
+        Program::Sleep,
+        Program::Succeed,
+        Program::Fail,
+        Program::ExhaustMemory,
+        Program::MissingWorkdir,
+    ];
 
     /// The job's command.
     pub(crate) fn command(self) -> &'static [&'static str] {
         match self {
-            Program::Sleep => &["sleep", "600"],
+            Program::Sleep | Program::MissingWorkdir => &["sleep", "600"],
             Program::Succeed => &["sh", "-c", "exit 0"],
             Program::Fail => &["sh", "-c", "exit 1"],
+            Program::ExhaustMemory => &["sh", "-c", "tail /dev/zero"],
         }
     }
 
-    /// The code it exits with, when it exits by itself.
-    pub(crate) fn exit_code(self) -> Option<i64> {
+    /// The job's working directory.
+    pub(crate) fn work_dir(self) -> Option<&'static str> {
+        (self == Program::MissingWorkdir).then_some(MISSING_WORKDIR)
+    }
+
+    /// What it leaves in its termination log: the prologue's words when it finds no
+    /// working directory (`dispatch_kf_model::prologue`), nothing otherwise.
+    pub(crate) fn message(self) -> String {
+        match self.work_dir() {
+            Some(dir) => format!("dispatch-prologue: working directory {dir} does not exist\n"),
+            None => String::new(),
+        }
+    }
+
+    /// How a rank running it ends by itself: its exit code and the runtime's reason.
+    pub(crate) fn ending(self) -> Option<(i64, &'static str)> {
         match self {
             Program::Sleep => None,
-            Program::Succeed => Some(0),
-            Program::Fail => Some(1),
+            Program::Succeed => Some((0, "Completed")),
+            Program::Fail => Some((1, "Error")),
+            Program::ExhaustMemory => Some((137, "OOMKilled")),
+            Program::MissingWorkdir => Some((125, "Error")),
         }
     }
 }
@@ -63,7 +97,7 @@ fn runtime() -> Value {
         "metadata": {"name": RUNTIME, "namespace": NAMESPACE,
                      "labels": {"trainer.kubeflow.org/framework": "torch"}},
         "spec": {
-            "mlPolicy": {"numNodes": 1, "torch": {"numProcPerNode": "auto"}},
+            "mlPolicy": {"numNodes": 1, "torch": {}},
             "template": {"spec": {"replicatedJobs": [{
                 "name": "node",
                 "template": {
@@ -103,7 +137,8 @@ pub(crate) fn request(job: &JobId, program: Program) -> StartRequest {
     serde_json::from_value(json!({
         "job": job.as_str(), "generation": 3, "submission": 1, "attempt": 1,
         "spec": {
-            "command": program.command(), "nodes": 2, "gpusPerNode": 0, "timeLimit": "15m",
+            "command": program.command(), "workDir": program.work_dir(),
+            "nodes": 2, "gpusPerNode": 0, "timeLimit": "15m",
             "extensions": {
                 "dispatch/Image": {"ref": IMAGE},
                 (keys::EXT_RUNTIME_REF): {"kind": keys::KIND_TRAINING_RUNTIME, "name": RUNTIME}
@@ -130,10 +165,16 @@ pub(crate) enum Kind {
     JobSet,
     /// Pods.
     Pod,
+    /// batch/v1 Jobs (the JobSet's children).
+    Job,
+    /// Kueue's Workloads.
+    Workload,
+    /// Nodes.
+    Node,
 }
 
 impl Kind {
-    /// Every kind an adapter's job leaves in the namespace.
+    /// Every kind an adapter's job leaves in the namespace, and the suite checks.
     pub(crate) const ALL: [Kind; 4] =
         [Kind::TrainJob, Kind::TrainingRuntime, Kind::JobSet, Kind::Pod];
 
@@ -145,6 +186,9 @@ impl Kind {
             }
             Kind::JobSet => (keys::JOBSET_API_VERSION, "JobSet", "jobsets"),
             Kind::Pod => ("v1", "Pod", "pods"),
+            Kind::Job => ("batch/v1", "Job", "jobs"),
+            Kind::Workload => ("kueue.x-k8s.io/v1beta2", "Workload", "workloads"),
+            Kind::Node => ("v1", "Node", "nodes"),
         };
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
@@ -196,7 +240,46 @@ impl World {
     }
 
     fn api(kube: &kube::Client, kind: Kind) -> Api<DynamicObject> {
-        Api::namespaced_with(kube.clone(), NAMESPACE, &kind.resource())
+        match kind {
+            Kind::Node => Api::all_with(kube.clone(), &kind.resource()),
+            _ => Api::namespaced_with(kube.clone(), NAMESPACE, &kind.resource()),
+        }
+    }
+
+    /// When `DISPATCH_KF_E2E_RECORD` names a folder, writes into it what `scenario` ended
+    /// with: `<scenario>.observation.json`, what the Backend reported, and
+    /// `<scenario>.dump.json`, the namespace's objects and the Nodes as a `kubectl get -o
+    /// json` list that `dispatch-kf classify` reads. `cargo xtask fidelity` compares the
+    /// records of the two targets; `cargo xtask fixtures cluster` keeps the real ones.
+    pub(crate) async fn record(&self, scenario: &str, observation: &ObjectObs) {
+        let Some(dir) = std::env::var_os(RECORD_VAR).filter(|v| !v.is_empty()) else { return };
+        let dir = std::path::PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).expect("the record folder");
+        let mut items = Vec::new();
+        for kind in [Kind::TrainJob, Kind::JobSet, Kind::Job, Kind::Pod, Kind::Workload, Kind::Node]
+        {
+            // Kinds the cluster does not serve (Workloads without Kueue) are left out.
+            if let Ok(list) = Self::api(&self.kube, kind).list(&ListParams::default()).await {
+                for mut object in list.items {
+                    object.metadata.managed_fields = None;
+                    let mut value = serde_json::to_value(&object).expect("JSON");
+                    let resource = kind.resource();
+                    value["apiVersion"] = json!(resource.api_version);
+                    value["kind"] = json!(resource.kind);
+                    items.push(value);
+                }
+            }
+        }
+        let dump = json!({"apiVersion": "v1", "kind": "List", "items": items});
+        let write = |name: String, value: &Value| {
+            let text = serde_json::to_string_pretty(value).expect("JSON") + "\n";
+            std::fs::write(dir.join(name), text).expect("the record");
+        };
+        write(format!("{scenario}.dump.json"), &dump);
+        write(
+            format!("{scenario}.observation.json"),
+            &serde_json::to_value(observation).expect("JSON"),
+        );
     }
 
     /// The objects of `kind` labelled with `job`, as the cluster holds them.

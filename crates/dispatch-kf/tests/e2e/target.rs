@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use dispatch_kf_model::keys;
 use dispatch_kf_sim::Sim;
 use serde_json::Value;
 
@@ -105,27 +106,36 @@ impl Target {
 }
 
 /// The sim has no container runtime: its pods run until told otherwise. This plays the
-/// one the suite's programs need, so a pod running `sh -c "exit N"` exits with N, as it
-/// would on a real node.
+/// one the suite's programs need, so a pod running `sh -c "exit N"` exits with N, one
+/// reading `/dev/zero` is OOM-killed, and one whose working directory is missing never
+/// gets past the prologue, as on a real node.
 fn run_programs(sim: &Sim) {
     for pod in sim.list("pods", NAMESPACE) {
         let running =
             pod["status"]["phase"] == "Running" && pod["metadata"]["deletionTimestamp"].is_null();
         let Some(name) = pod["metadata"]["name"].as_str() else { continue };
-        if let (true, Some(code)) = (running, program_of(&pod).and_then(Program::exit_code)) {
-            sim.exit(NAMESPACE, name, code);
-        }
+        let Some(program) = program_of(&pod).filter(|_| running) else { continue };
+        // A pod gone meanwhile has nothing left to run.
+        let _gone = match program.ending() {
+            Some((_, "OOMKilled")) => sim.oom(NAMESPACE, name),
+            Some((code, _)) => sim.exit_with_message(NAMESPACE, name, code, &program.message()),
+            None => false,
+        };
     }
 }
 
 /// The program a pod's `node` container runs: the tail of its command, after the
-/// adapter's prologue.
+/// adapter's prologue, and its working directory.
 fn program_of(pod: &Value) -> Option<Program> {
     let containers = pod["spec"]["containers"].as_array()?;
     let node = containers.iter().find(|c| c["name"] == "node")?;
     let command: Vec<&str> = node["command"].as_array()?.iter().filter_map(Value::as_str).collect();
+    let env = node["env"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let work_dir =
+        env.iter().find(|e| e["name"] == keys::env::WORKDIR).and_then(|e| e["value"].as_str());
     Program::ALL.into_iter().find(|p| {
         let tail = p.command();
-        command.len() >= tail.len() && command[command.len() - tail.len()..] == *tail
+        let runs = command.len() >= tail.len() && command[command.len() - tail.len()..] == *tail;
+        runs && work_dir == p.work_dir()
     })
 }
