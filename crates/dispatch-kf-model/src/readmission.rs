@@ -4,7 +4,12 @@
 //!
 //! The gate acts only on a Workload whose quota Kueue has reserved and whose check is
 //! Pending, as Kueue's own check controllers do: a check moved while quota is not
-//! reserved can leave the Workload unschedulable (Kueue KEP-3258). It approves when
+//! reserved can leave the Workload unschedulable (Kueue KEP-3258). Nor while the
+//! Workload is being evicted (`Evicted=True`, its quota not yet released): Kueue evicts
+//! in stages, and a Retry written then is never reset to Pending, because Kueue resets
+//! checks only when it evicts and does not evict a Workload twice; on a real cluster
+//! such a Workload waited forever. Kueue sets `Evicted` back to False when it reserves
+//! quota again, and the gate decides then. It approves when
 //! the start gate is gone, no dispatch hold is in force, and either no admission was
 //! approved before or a Release (`d/releases`) has come that no admission used up
 //! (`d/gate-releases-seen`). Otherwise it asks Kueue to retry later, saying why.
@@ -111,7 +116,7 @@ pub fn decide(workload: &Value, check: &str) -> Decision {
     if state == "Ready" && has_true_condition(workload, "Admitted") && releases > seen {
         return Decision::UseUpReleases { releases };
     }
-    if !reserved || state != "Pending" {
+    if !reserved || state != "Pending" || has_true_condition(workload, "Evicted") {
         return Decision::Idle;
     }
     let gated_by = annotation(workload, keys::KUEUE_ADMISSION_GATED_BY).unwrap_or("");

@@ -187,3 +187,18 @@ fn the_admission_story_counts_one_two() {
     apply_record(&mut wl, &second);
     assert!(waits_for(&decide(&wl, CHECK), "admission 2"), "then waits again after eviction");
 }
+
+#[test]
+fn nothing_happens_while_kueue_is_still_evicting_the_workload() {
+    // Kueue's preemption as a real cluster writes it: Evicted=True and the check reset
+    // to Pending while the quota is still reserved. A Retry now would never be reset.
+    let annotations = json!({"dispatch.phpboyscout.uk/gate-admissions": "1"});
+    let mut evicting = workload("Pending", true, annotations);
+    let conditions = evicting["status"]["conditions"].as_array_mut().unwrap();
+    conditions.push(json!({"type": "Evicted", "status": "True", "reason": "Preempted"}));
+    assert_eq!(decide(&evicting, CHECK), Decision::Idle);
+
+    // Once Kueue reserves quota again it sets Evicted back to False, and the gate decides.
+    evicting["status"]["conditions"][1]["status"] = json!("False");
+    assert!(waits_for(&decide(&evicting, CHECK), "waiting for Release"));
+}

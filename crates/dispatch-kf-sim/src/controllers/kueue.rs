@@ -359,18 +359,15 @@ fn reserve(state: &State, wl: &mut Value, now: &str) {
         &format!("Quota reserved in ClusterQueue {cq_name}"),
         now,
     );
-    let evicted = condition(wl, "Evicted")
-        .filter(|c| c["status"] == "True")
-        .map(|c| str_at(c, "/message").to_string());
-    if let Some(previous) = evicted {
-        set_condition(
-            wl,
-            "Evicted",
-            "False",
-            "QuotaReserved",
-            &format!("Previously: {previous}"),
-            now,
-        );
+    // Kueue's SetQuotaReservation: the eviction and the preemption are over.
+    for kind in ["Evicted", "Preempted"] {
+        let active = condition(wl, kind)
+            .filter(|c| c["status"] == "True")
+            .map(|c| str_at(c, "/message").to_string());
+        if let Some(previous) = active {
+            let message = format!("Previously: {previous}");
+            set_condition(wl, kind, "False", "QuotaReserved", &message, now);
+        }
     }
 }
 
