@@ -239,8 +239,9 @@ impl Objects<'_> {
     }
 
     /// Reads `name`, lets `edit` change it, and writes it back with the resource
-    /// version it was read at; on a conflict it reads again, up to [`CONFLICT_TRIES`]
-    /// tries in all. Returns the object as written (or as read, when unchanged).
+    /// version it was read at; on a conflict it waits ([`conflict_backoff`]) and reads
+    /// again, up to [`CONFLICT_TRIES`] tries in all. Returns the object as written (or
+    /// as read, when unchanged).
     pub async fn read_modify_write(
         &self,
         cx: &CallContext,
@@ -248,7 +249,10 @@ impl Objects<'_> {
         name: &str,
         mut edit: impl FnMut(&mut DynamicObject) -> Result<Edit>,
     ) -> Result<DynamicObject> {
-        for _ in 0..CONFLICT_TRIES {
+        for attempt in 0..CONFLICT_TRIES {
+            if attempt > 0 {
+                tokio::time::sleep(conflict_backoff(attempt)).await;
+            }
             let mut object = self.get(cx, name).await?;
             if edit(&mut object)? == Edit::Unchanged {
                 return Ok(object);
@@ -263,6 +267,16 @@ impl Objects<'_> {
             self.what("update", name)
         )))
     }
+}
+
+/// How long read-modify-write waits before try `attempt` (from 1): 10 ms, doubling, so
+/// the eight tries span about 1.3 s. Tries in a row would all land inside one burst of
+/// a controller's writes: on a real cluster, Kueue and the readmission gate write a
+/// Workload several times within a second when it is evicted or requeued, and a Hold
+/// sent then conflicted eight times in under 100 ms. A try after the call's deadline is
+/// refused before it is sent (`Cluster::call`).
+fn conflict_backoff(attempt: usize) -> std::time::Duration {
+    std::time::Duration::from_millis(10 << attempt.saturating_sub(1).min(6))
 }
 
 /// Whether `err` is the apiserver's answer with status `code`.
@@ -281,5 +295,17 @@ fn api_status(err: &Error) -> Option<&kube::core::Status> {
     match source.downcast_ref::<kube::Error>()? {
         kube::Error::Api(status) => Some(status),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conflicts_back_off_doubling_from_ten_milliseconds() {
+        let waits: Vec<u128> =
+            (1..CONFLICT_TRIES).map(|a| conflict_backoff(a).as_millis()).collect();
+        assert_eq!(waits, [10, 20, 40, 80, 160, 320, 640]);
     }
 }
