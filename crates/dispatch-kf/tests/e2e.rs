@@ -5,8 +5,9 @@
 //! knows which cluster it is on. What the suite fixes and what a real cluster needs:
 //! `docs/e2e.md`.
 //!
-//! Kueue mode is left out until the readmission gate controller (`dispatch-kf-gate`)
-//! exists: without it a Kueue-mode Backend is observe-only and starts nothing.
+//! The Kueue-mode scenario needs Kueue and the readmission gate: on the sim the target
+//! brings both; a real cluster must run them (`cargo xtask cluster up --kueue` and
+//! `cargo xtask cluster gate`), and one that does not serve Kueue's API skips it.
 
 mod common;
 #[path = "e2e/suite.rs"]
@@ -20,7 +21,7 @@ use dispatch_core::{
 };
 use dispatch_kf_model::keys;
 use serde_json::json;
-use suite::{Kind, Program, World, cx, job, name_an_unlisted_runtime, request};
+use suite::{Kind, Program, World, cx, job, name_an_unlisted_runtime, request, request_with_gpus};
 
 impl World {
     /// Waits until an opened job runs on its two pods, on admission `admission`.
@@ -199,4 +200,42 @@ async fn a_missing_working_directory_ends_the_job_launch_failed_with_125() {
         (CauseKind::LaunchFailed, Some(Provenance::Application), Some(125)),
         "{ended:#?}"
     );
+}
+
+#[tokio::test]
+async fn a_kueue_job_is_admitted_by_the_gate_preempted_turned_away_then_readmitted() {
+    let job = job(9);
+    let Some(w) = World::for_kueue_job(&job).await else { return };
+    let object = w.backend.start(&cx(), &request_with_gpus(&job, Program::Sleep, 8)).await.unwrap();
+    w.until_found(&job, "the job gated", |o| o.state == ObjectState::Gated).await;
+    w.backend.open(&cx(), &object).await.unwrap();
+    let first = w.until_running(&job, &object, 1).await;
+
+    let workload = w.workload_of(&object.uid).await;
+    w.target.kueue_preempt(w.kube(), &workload).await;
+    let preempted = w
+        .until_found(&job, "the job preempted by Kueue", |o| {
+            o.cause.kind == CauseKind::Preempted && o.state != ObjectState::Running
+        })
+        .await;
+    assert_eq!(preempted.cause.provenance, Some(Provenance::Scheduler), "{preempted:#?}");
+    w.record("kueue-preempted", &preempted).await;
+
+    w.target.end_preemption(w.kube(), &workload).await;
+    let turned_away = w
+        .until_found(&job, "the gate turning the readmission away", |o| {
+            o.cause.detail.contains("waiting for Release")
+        })
+        .await;
+    assert_ne!(turned_away.state, ObjectState::Running, "{turned_away:#?}");
+    w.record("kueue-turned-away", &turned_away).await;
+
+    w.backend.hold(&cx(), &object, 1).await.unwrap();
+    w.until_found(&job, "the job held", |o| o.state == ObjectState::Held).await;
+    w.backend.release(&cx(), &object, 1).await.unwrap();
+    let again = w.until_running(&job, &object, 2).await;
+    let (before, after) = (first.execution.unwrap(), again.execution.unwrap());
+    assert!(after.index > before.index, "{before:?} then {after:?}");
+    w.record("kueue-readmitted", &again).await;
+    w.stop_leaves_nothing(&job).await;
 }

@@ -334,10 +334,13 @@ impl Plane<'_> {
         Ok(())
     }
 
-    /// The Trainer's stock `torch-distributed` ClusterTrainingRuntime.
+    /// The Trainer's stock `torch-distributed` ClusterTrainingRuntime, made to meet
+    /// dispatch's runtime requirements.
     fn torch_runtime(&self) -> Result<(), String> {
         let module = build::module_dir(&versions::component(TRAINER.command))?;
-        self.apply_files(&[module.join(manifests::TORCH_RUNTIME)])
+        let stock = manifests::documents(&module.join(manifests::TORCH_RUNTIME))?;
+        let ready: Vec<Value> = stock.into_iter().map(manifests::dispatch_ready).collect();
+        self.apply("torch-distributed", &ready)
     }
 
     /// Kueue's queues and the readmission AdmissionCheck, as `sim serve --kueue` has them.

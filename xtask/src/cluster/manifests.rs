@@ -49,6 +49,21 @@ pub(crate) const KUEUE: Upstream = Upstream {
 /// The Trainer's stock torch runtime, relative to its module's folder.
 pub(crate) const TORCH_RUNTIME: &str = "manifests/base/runtimes/torch_distributed.yaml";
 
+/// The Trainer's stock runtime made to meet dispatch's runtime requirements
+/// (docs/runtime-requirements.md), as an operator would before pointing dispatch at it,
+/// and as the sim's `torch-distributed` has it: each replicated job's Job gets
+/// `backoffLimit: 0` and its pods `restartPolicy: Never`.
+pub(crate) fn dispatch_ready(mut runtime: Value) -> Value {
+    let jobs =
+        runtime.pointer_mut("/spec/template/spec/replicatedJobs").and_then(Value::as_array_mut);
+    for job in jobs.into_iter().flatten() {
+        let spec = &mut job["template"]["spec"];
+        spec["backoffLimit"] = json!(0);
+        spec["template"]["spec"]["restartPolicy"] = json!("Never");
+    }
+    runtime
+}
+
 /// The label kwok selects the nodes it manages by; taking it off a node makes kwok let
 /// go of it (its lease stops), as a node that stops heartbeating.
 pub(crate) const KWOK_MANAGED: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
@@ -227,6 +242,18 @@ mod tests {
         assert_eq!(out[0]["metadata"]["name"], "jobset-validating");
         let selector = &out[0]["webhooks"][0]["objectSelector"]["matchExpressions"][0];
         assert_eq!(selector["key"], "jobset.sigs.k8s.io/jobset-name");
+    }
+
+    #[test]
+    fn the_stock_runtime_is_made_to_meet_dispatchs_requirements() {
+        let stock = json!({"spec": {"template": {"spec": {"replicatedJobs": [
+            {"name": "node", "template": {"spec": {"template": {"spec": {"containers": []}}}}}
+        ]}}}});
+        let ready = dispatch_ready(stock);
+        let job = &ready["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"];
+        assert_eq!(job["backoffLimit"], 0);
+        assert_eq!(job["template"]["spec"]["restartPolicy"], "Never");
+        assert_eq!(job["template"]["spec"]["containers"], json!([]));
     }
 
     #[test]

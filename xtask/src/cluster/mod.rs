@@ -123,9 +123,10 @@ pub(crate) fn down() -> run::Result {
 
 /// Builds `dispatch-kf-gate` and starts it against the running cluster (with the
 /// admin's kubeconfig, its Lease in `dispatch-system`), as one more of its processes, so
-/// `down` stops it too.
+/// `down` stops it too; a gate already running is stopped first.
 pub(crate) fn start_gate() -> run::Result {
     run::cargo(&["build", "-p", "dispatch-kf-gate", "--locked"])?;
+    process::stop_one(&run_dir(), "dispatch-kf-gate", Duration::from_secs(10));
     let binary = run::target_dir().join("debug").join("dispatch-kf-gate");
     let mut gate = std::process::Command::new(binary);
     gate.arg("--kubeconfig").arg(run_dir().join(KUBECONFIG_NAME)).args([

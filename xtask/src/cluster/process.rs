@@ -95,6 +95,25 @@ pub(crate) fn stop_all(run_dir: &Path, grace: Duration) -> Result<Vec<String>, S
     Ok(killed)
 }
 
+/// Ends the one recorded process `name`, if it runs (SIGTERM, then SIGKILL after
+/// `grace`), so it can be started anew.
+pub(crate) fn stop_one(run_dir: &Path, name: &str, grace: Duration) {
+    let Some(pid) =
+        fs::read_to_string(pid_file(run_dir, name)).ok().and_then(|p| p.trim().parse().ok())
+    else {
+        return;
+    };
+    signal("TERM", pid);
+    let deadline = Instant::now() + grace;
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if alive(pid) {
+        signal("KILL", pid);
+    }
+    let _ = fs::remove_file(pid_file(run_dir, name));
+}
+
 /// Sends `signal` to the process group `pid` leads (each was started as its own group).
 fn signal(signal: &str, pid: u32) {
     let _ = Command::new("kill")

@@ -114,16 +114,33 @@ fn runtime() -> Value {
     })
 }
 
+/// The LocalQueue Kueue-mode scenarios submit to, in the suite's namespace, on the
+/// ClusterQueue `gpu` of the Kueue setup (`fixtures/cluster/kueue-setup.json`).
+pub(crate) const QUEUE: &str = "dispatch-e2e";
+
+/// The adapter's mode a scenario runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Plain: the start gate is `spec.suspend`.
+    Plain,
+    /// Kueue: jobs queue in [`QUEUE`] and are admitted through the readmission gate.
+    Kueue,
+}
+
 /// The settings every scenario's Backend is made with.
-fn settings() -> Settings {
+fn settings(mode: Mode) -> Settings {
     let runtime = json!({"kind": keys::KIND_TRAINING_RUNTIME, "name": RUNTIME});
-    Settings::from_value(&json!({
+    let mut settings = json!({
         "name": "kubeflow-e2e",
         "namespace": NAMESPACE,
         "runtimes": [runtime],
         "timeouts": {"request": "30s", "workload": "3s", "stopJob": "5m", "callBound": "90s"},
-    }))
-    .expect("the suite's settings are valid")
+    });
+    if mode == Mode::Kueue {
+        settings["mode"] = json!("kueue");
+        settings["kueue"] = json!({"queue": QUEUE});
+    }
+    Settings::from_value(&settings).expect("the suite's settings are valid")
 }
 
 /// A job id of the suite: scenario `n`.
@@ -146,6 +163,14 @@ pub(crate) fn request(job: &JobId, program: Program) -> StartRequest {
         }
     }))
     .expect("a valid request")
+}
+
+/// [`request`] for `nodes` ranks of `gpus` GPUs each, so that Kueue counts them
+/// against the ClusterQueue's quota.
+pub(crate) fn request_with_gpus(job: &JobId, program: Program, gpus: i64) -> StartRequest {
+    let mut request = request(job, program);
+    request.spec.gpus_per_node = gpus;
+    request
 }
 
 /// Points `spec` at the Trainer's stock runtime, which the suite's settings do not list.
@@ -209,7 +234,16 @@ pub(crate) struct World {
 impl World {
     /// Picks the target, makes the namespace and the runtime, and runs Factory.
     pub(crate) async fn new() -> World {
-        let target = Target::pick().await;
+        World::in_mode(Mode::Plain).await.expect("plain mode runs anywhere")
+    }
+
+    /// [`World::new`] in `mode`; `None` in Kueue mode on a cluster that does not serve
+    /// Kueue's API, where a Kueue scenario has nothing to prove.
+    pub(crate) async fn in_mode(mode: Mode) -> Option<World> {
+        let target = match mode {
+            Mode::Plain => Target::pick().await,
+            Mode::Kueue => Target::pick_kueue().await,
+        };
         let config = target.config().await;
         let kube = kube::Client::try_from(config.clone()).expect("a client");
         let apply = PatchParams::apply(MANAGER).force();
@@ -224,12 +258,49 @@ impl World {
             .patch(RUNTIME, &apply, &Patch::Apply(&runtime()))
             .await
             .expect("the suite's runtime");
+        if mode == Mode::Kueue {
+            let queue = json!({
+                "apiVersion": keys::KUEUE_API_VERSION, "kind": "LocalQueue",
+                "metadata": {"name": QUEUE, "namespace": NAMESPACE},
+                "spec": {"clusterQueue": "gpu"}
+            });
+            let queues = Api::<DynamicObject>::namespaced_with(
+                kube.clone(),
+                NAMESPACE,
+                &ApiResource::from_gvk_with_plural(
+                    &kube::api::GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "LocalQueue"),
+                    "localqueues",
+                ),
+            );
+            if let Err(e) = queues.patch(QUEUE, &apply, &Patch::Apply(&queue)).await {
+                eprintln!("skipped: {} does not serve Kueue's API ({e})", target.describe());
+                return None;
+            }
+        }
         let cluster = Cluster::from_kube_config(config, std::time::Duration::from_secs(30))
             .expect("a client for the adapter");
-        let backend = KubeflowBackend::with_cluster(settings(), cluster, &cx())
+        let backend = KubeflowBackend::with_cluster(settings(mode), cluster, &cx())
             .await
             .unwrap_or_else(|e| panic!("Factory on {}: {e}", target.describe()));
-        World { target, backend, kube }
+        Some(World { target, backend, kube })
+    }
+
+    /// The plain Kubernetes client the suite checks with.
+    pub(crate) fn kube(&self) -> &kube::Client {
+        &self.kube
+    }
+
+    /// The name of the Workload Kueue made for the TrainJob `uid`.
+    pub(crate) async fn workload_of(&self, uid: &str) -> String {
+        self.target
+            .until("the TrainJob's Workload", async || {
+                let all = Self::api(&self.kube, Kind::Workload)
+                    .list(&ListParams::default().labels(&format!("{}={uid}", keys::KUEUE_JOB_UID)))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                all.items.first().and_then(|w| w.metadata.name.clone()).ok_or("none yet".into())
+            })
+            .await
     }
 
     /// A world where `job` has no object left from an earlier run of the suite.
@@ -237,6 +308,13 @@ impl World {
         let world = World::new().await;
         world.backend.stop_job(&cx(), job).await.expect("StopJob of an earlier run's leftovers");
         world
+    }
+
+    /// [`World::for_job`] in Kueue mode; `None` where Kueue is not served.
+    pub(crate) async fn for_kueue_job(job: &JobId) -> Option<World> {
+        let world = World::in_mode(Mode::Kueue).await?;
+        world.backend.stop_job(&cx(), job).await.expect("StopJob of an earlier run's leftovers");
+        Some(world)
     }
 
     fn api(kube: &kube::Client, kind: Kind) -> Api<DynamicObject> {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use dispatch_kf_model::keys;
-use dispatch_kf_sim::Sim;
+use dispatch_kf_sim::{Propagation, Sim, SimOptions};
 use serde_json::Value;
 
 use super::suite::{NAMESPACE, Program};
@@ -26,10 +26,21 @@ const SIM_STEPS: u32 = 120;
 
 /// Where the suite runs.
 pub(crate) enum Target {
-    /// The in-process simulated cluster, its clock moved on while the suite waits.
-    Sim(Sim),
+    /// The in-process simulated cluster, its clock moved on while the suite waits; in
+    /// Kueue mode with Kueue's objects and the readmission gate running in-process.
+    Sim(Sim, Option<dispatch_kf_gate::Running>),
     /// A real cluster, reached through this kubeconfig.
     Real(PathBuf),
+}
+
+/// The Kueue objects every Kueue-mode target has: those `sim serve --kueue` and
+/// `cargo xtask cluster up --kueue` install, here with the quota of one job of the
+/// suite (2 ranks of 8 GPUs), so that the sim's preemptor, which takes the victim's
+/// GPUs, leaves it none, as the real preemptor that takes the whole quota does.
+fn kueue_setup() -> Vec<Value> {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/cluster/kueue-setup.json");
+    let text = std::fs::read_to_string(file).expect("fixtures/cluster/kueue-setup.json");
+    serde_json::from_str(&text.replace("\"$QUOTA\"", "\"16\"")).expect("a JSON array")
 }
 
 impl Target {
@@ -37,14 +48,41 @@ impl Target {
     pub(crate) async fn pick() -> Target {
         match std::env::var_os(KUBECONFIG_VAR).filter(|v| !v.is_empty()) {
             Some(path) => Target::Real(PathBuf::from(path)),
-            None => Target::Sim(super::common::cluster().await),
+            None => Target::Sim(super::common::cluster().await, None),
         }
+    }
+
+    /// [`Target::pick`] for a Kueue-mode scenario: on the sim, Kueue's objects and the
+    /// readmission gate (its virtual clock at the wall clock's now, as the adapter
+    /// checks the gate's Lease against its own clock); a real cluster brings its own.
+    pub(crate) async fn pick_kueue() -> Target {
+        if std::env::var_os(KUBECONFIG_VAR).is_some_and(|v| !v.is_empty()) {
+            return Target::pick().await;
+        }
+        let options = SimOptions { start: jiff::Timestamp::now(), ..SimOptions::default() };
+        let sim = super::common::cluster_with(options).await;
+        for object in kueue_setup() {
+            sim.apply(object).expect("the Kueue setup");
+        }
+        let target = Target::Sim(sim, None);
+        let client = kube::Client::try_from(target.config().await).expect("a client");
+        let Target::Sim(sim, None) = target else { unreachable!("made above") };
+        let mut gate =
+            dispatch_kf_gate::Options::new("dispatch-system", "dispatch-readmission-gate", "e2e");
+        gate.clock = std::sync::Arc::new(sim.clock());
+        // The suite moves virtual time on by minutes a look: a Lease that long keeps
+        // the one replica leading throughout.
+        gate.lease_duration = Duration::from_secs(3600);
+        gate.renew_deadline = Duration::from_secs(2400);
+        gate.retry_period = Duration::from_millis(20);
+        let running = dispatch_kf_gate::spawn(client, gate);
+        Target::Sim(sim, Some(running))
     }
 
     /// How the target is named in a failure.
     pub(crate) fn describe(&self) -> String {
         match self {
-            Target::Sim(sim) => format!("the simulated cluster at {}", sim.url()),
+            Target::Sim(sim, _) => format!("the simulated cluster at {}", sim.url()),
             Target::Real(path) => format!("the cluster of {}", path.display()),
         }
     }
@@ -52,7 +90,9 @@ impl Target {
     /// The kubeconfig's text: the sim's admin, or the file the environment names.
     pub(crate) fn kubeconfig_yaml(&self) -> String {
         match self {
-            Target::Sim(sim) => sim.kubeconfig_yaml("admin").expect("the sim makes a kubeconfig"),
+            Target::Sim(sim, _) => {
+                sim.kubeconfig_yaml("admin").expect("the sim makes a kubeconfig")
+            }
             Target::Real(path) => std::fs::read_to_string(path).unwrap_or_else(|e| {
                 panic!("{KUBECONFIG_VAR}={}: cannot read it: {e}", path.display())
             }),
@@ -83,7 +123,7 @@ impl Target {
                 Err(seen) => seen,
             };
             let patient = match self {
-                Target::Sim(_) => steps < SIM_STEPS,
+                Target::Sim(..) => steps < SIM_STEPS,
                 Target::Real(_) => Instant::now() < deadline,
             };
             assert!(patient, "waited for {what} on {}; last saw: {last}", self.describe());
@@ -96,13 +136,68 @@ impl Target {
     /// moves on; on a real cluster, the suite sleeps.
     async fn pass_time(&self) {
         match self {
-            Target::Sim(sim) => {
+            Target::Sim(sim, gate) => {
                 run_programs(sim);
                 sim.advance(SIM_STEP);
+                if gate.is_some() {
+                    // The gate reconciles on its own task: give it a moment to.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
             }
             Target::Real(_) => tokio::time::sleep(REAL_POLL).await,
         }
     }
+}
+
+impl Target {
+    /// Kueue preempts the Workload `victim` for a Workload of higher priority that needs
+    /// all of the ClusterQueue's quota: on the sim by its Kueue verb; on a real cluster
+    /// by creating such a Workload (`e2e-preemptor`), which real Kueue then admits.
+    pub(crate) async fn kueue_preempt(&self, kube: &kube::Client, victim: &str) {
+        match self {
+            Target::Sim(sim, _) => {
+                assert!(sim.kueue_preempt(NAMESPACE, victim), "preempt {victim}")
+            }
+            Target::Real(_) => {
+                let api = workloads(kube);
+                let preemptor = serde_json::from_value(serde_json::json!({
+                    "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                    "metadata": {"name": PREEMPTOR, "namespace": NAMESPACE},
+                    "spec": {"queueName": super::suite::QUEUE, "priority": 1_000_000, "podSets": [{
+                        "name": "main", "count": 4,
+                        "template": {"spec": {"restartPolicy": "Never", "containers": [{
+                            "name": "c", "image": "busybox:1.36",
+                            "resources": {"requests": {"nvidia.com/gpu": "8"}}
+                        }]}}
+                    }]}
+                }))
+                .expect("a Workload");
+                api.create(&Default::default(), &preemptor).await.expect("the preemptor Workload");
+            }
+        }
+    }
+
+    /// The higher-priority Workload of [`Target::kueue_preempt`] ends, freeing its quota.
+    pub(crate) async fn end_preemption(&self, kube: &kube::Client, victim: &str) {
+        match self {
+            Target::Sim(sim, _) => {
+                let name = format!("preemptor-{victim}");
+                assert!(sim.delete("workloads", NAMESPACE, &name, Propagation::Background));
+            }
+            Target::Real(_) => {
+                workloads(kube).delete(PREEMPTOR, &Default::default()).await.expect("delete");
+            }
+        }
+    }
+}
+
+/// The name of the higher-priority Workload a real cluster's preemption is made with.
+const PREEMPTOR: &str = "e2e-preemptor";
+
+fn workloads(kube: &kube::Client) -> kube::Api<kube::api::DynamicObject> {
+    let gvk = kube::api::GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload");
+    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "workloads");
+    kube::Api::namespaced_with(kube.clone(), NAMESPACE, &resource)
 }
 
 /// The sim has no container runtime: its pods run until told otherwise. This plays the
