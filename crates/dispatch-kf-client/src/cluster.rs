@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use dispatch_core::{CallContext, Error, Result};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use crate::error_map::{Outcome, RequestClass, before_sending, sentinel};
+use crate::error_map::{Case, Outcome, RequestClass, before_sending, case, sentinel};
 use crate::transport::outcome_of;
 
 /// Where the cluster's configuration comes from.
@@ -84,7 +84,24 @@ impl Cluster {
         F: FnOnce(kube::Client) -> Fut,
         Fut: Future<Output = kube::Result<T>>,
     {
-        before_sending(class, cx, Instant::now()).map_err(|e| e.context(what))?;
+        self.call_case(cx, class, what, request).await.map_err(|f| f.error)
+    }
+
+    /// [`Cluster::call`], keeping which case of the table decided a failure, for the
+    /// typed outcomes of [`crate::Objects`].
+    pub(crate) async fn call_case<T, F, Fut>(
+        &self,
+        cx: &CallContext,
+        class: RequestClass,
+        what: &str,
+        request: F,
+    ) -> std::result::Result<T, Failed>
+    where
+        F: FnOnce(kube::Client) -> Fut,
+        Fut: Future<Output = kube::Result<T>>,
+    {
+        let other = |error: Error| Failed { case: Case::Other, error };
+        before_sending(class, cx, Instant::now()).map_err(|e| other(e.context(what)))?;
         let deadline = async {
             match cx.deadline {
                 Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
@@ -93,16 +110,23 @@ impl Cluster {
         };
         tokio::select! {
             result = request(self.unary.clone()) => result.map_err(|e| classify(class, what, e)),
-            () = cx.cancel.cancelled() => Err(interrupted(class, what, "the call was cancelled")),
-            () = deadline => Err(interrupted(class, what, "the call's deadline passed")),
+            () = cx.cancel.cancelled() => Err(other(interrupted(class, what, "the call was cancelled"))),
+            () = deadline => Err(other(interrupted(class, what, "the call's deadline passed"))),
         }
     }
 }
 
+/// A failed request: its error, and the case of the row that classified it.
+pub(crate) struct Failed {
+    pub(crate) case: Case,
+    pub(crate) error: Error,
+}
+
 /// A failed request's error: the sentinel from the table, the message from the answer.
-pub(crate) fn classify(class: RequestClass, what: &str, err: kube::Error) -> Error {
+pub(crate) fn classify(class: RequestClass, what: &str, err: kube::Error) -> Failed {
     let outcome = outcome_of(&err);
     let (kind, _) = sentinel(class, &outcome);
+    let case = case(class, &outcome);
     let message = match (&outcome, &err) {
         (Outcome::Answered { code, reason }, kube::Error::Api(status)) => {
             let reason = if reason.is_empty() { String::new() } else { format!(" {reason}") };
@@ -115,7 +139,7 @@ pub(crate) fn classify(class: RequestClass, what: &str, err: kube::Error) -> Err
         }
         _ => format!("{what}: no definite answer: {err}"),
     };
-    Error::new(kind, message).with_source(err)
+    Failed { case, error: Error::new(kind, message).with_source(err) }
 }
 
 /// A request interrupted in flight: it may have been sent.

@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use dispatch_core::{CallContext, Error, JobId, Kind, ObjectRef, Result};
-use dispatch_kf_client::is_conflict;
+use dispatch_core::{CallContext, Error, JobId, ObjectRef, Result};
+use dispatch_kf_client::Deleted;
 
 use crate::refs::resource_of;
 use crate::start::deadline;
@@ -30,16 +30,21 @@ impl Inner {
     /// gone, or whose name another UID now holds, is success.
     pub(crate) async fn delete_object(&self, cx: &CallContext, object: &ObjectRef) -> Result<()> {
         let objects = self.cluster.objects(resource_of(object.kind), &self.settings.namespace);
-        match objects.delete(cx, &object.name, Some(&object.uid)).await {
-            Ok(()) => Ok(()),
-            Err(e) if e.is(Kind::NotFound) => Ok(()),
+        match objects.delete(cx, &object.name, Some(&object.uid)).await? {
+            Deleted::Deleted | Deleted::Gone => Ok(()),
             // A failed UID precondition means another instance holds the name, so ours
             // is gone; a conflict for any other reason leaves ours in place: look.
-            Err(e) if is_conflict(&e) => match objects.get_opt(cx, &object.name).await? {
-                Some(o) if o.metadata.uid.as_deref() == Some(object.uid.as_str()) => Err(e),
+            Deleted::PreconditionFailed => match objects.get_opt(cx, &object.name).await? {
+                Some(o) if o.metadata.uid.as_deref() == Some(object.uid.as_str()) => {
+                    Err(Error::rejected(format!(
+                        "delete {} {}: a conflict, and the object of UID {} is still there",
+                        object.kind.name(),
+                        object.name,
+                        object.uid
+                    )))
+                }
                 _ => Ok(()),
             },
-            Err(e) => Err(e),
         }
     }
 

@@ -214,3 +214,76 @@ async fn a_stop_answered_with_a_conflict_while_the_train_job_remains_is_outcome_
         "the TrainJob is still there, as the sentinel says it may be"
     );
 }
+
+/// Issue 15, item 2: a refused create of the runtime copy was taken for "it exists",
+/// read, and ended as NotFound, which the supervisor takes for an unknown outcome.
+#[tokio::test]
+async fn a_refused_copy_create_is_rejected_not_not_found() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    sim.add_fault(Fault::on(
+        "create",
+        "trainingruntimes",
+        Fault::status(422, "Invalid", "spec.template: Invalid value"),
+    ));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(err.message().contains("Invalid value"), "{}", err.message());
+    assert!(names(&sim, "trainjobs").is_empty());
+    assert!(names(&sim, "trainingruntimes").is_empty());
+}
+
+/// Issue 15, item 3: a Start retried after an unanswered TrainJob create reuses the
+/// unowned copy, meets the earlier TrainJob, and must not delete the copy it runs on.
+#[tokio::test]
+async fn a_retry_that_meets_the_earlier_train_job_leaves_the_copy_it_runs_on() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let name = names::make(&job(1), 1);
+    sim.add_fault(Fault::on("create", "trainjobs", FaultAction::ResetAfterApply));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::OutcomeUnknown, "{err:?}");
+    let earlier = sim.get("trainjobs", NS, &name).expect("the unanswered create landed");
+
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(err.message().contains("already exists"), "{}", err.message());
+    assert_eq!(
+        sim.get("trainjobs", NS, &name).map(|t| t["metadata"]["uid"].clone()),
+        Some(earlier["metadata"]["uid"].clone()),
+        "the earlier TrainJob is untouched"
+    );
+    assert_eq!(names(&sim, "trainingruntimes"), vec![name], "the copy it runs on stays");
+}
+
+/// Issue 15, item 3: when the TrainJob's create is refused definitely, Start deletes
+/// the copy it made, by UID: a copy of the name made since by someone else stays.
+#[tokio::test]
+async fn a_refused_train_job_create_deletes_only_the_copy_this_call_made() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let name = names::make(&job(1), 1);
+    // An earlier Start's copy create went unanswered but landed: this Start reuses it.
+    sim.add_fault(Fault::on("create", "trainingruntimes", FaultAction::ResetAfterApply));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+    sim.add_fault(Fault::on(
+        "create",
+        "trainjobs",
+        Fault::status(422, "Invalid", "spec.trainer: Invalid value"),
+    ));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert_eq!(
+        names(&sim, "trainingruntimes"),
+        vec![name],
+        "a reused copy is not this call's to delete"
+    );
+    assert!(
+        sim.requests()
+            .iter()
+            .filter(|r| r.verb == "delete")
+            .all(|r| r.resource != "trainingruntimes"),
+        "no delete of the copy was sent"
+    );
+}
