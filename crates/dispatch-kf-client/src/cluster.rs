@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use dispatch_core::{CallContext, Error, Result};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use crate::error_map::{Case, Outcome, RequestClass, before_sending, case, sentinel};
+use crate::error_map::{
+    Case, DEADLINE_PASSED, Outcome, RequestClass, before_sending, case, sentinel,
+};
 use crate::transport::outcome_of;
 
 /// Where the cluster's configuration comes from.
@@ -29,6 +31,8 @@ pub struct ClusterConfig {
 pub struct Cluster {
     unary: kube::Client,
     streaming: kube::Client,
+    /// Whether every request is made by a hold-family call (see [`Cluster::hold_family`]).
+    hold_family: bool,
 }
 
 impl Cluster {
@@ -62,13 +66,25 @@ impl Cluster {
                     .with_source(e),
             })
         };
-        Ok(Cluster { unary: build(unary)?, streaming: build(streaming)? })
+        Ok(Cluster { unary: build(unary)?, streaming: build(streaming)?, hold_family: false })
     }
 
     /// The same apiserver, on the client without a read timeout: for watches and log
     /// follows, which may stay quiet for long.
     pub fn streaming(&self) -> Cluster {
-        Cluster { unary: self.streaming.clone(), streaming: self.streaming.clone() }
+        Cluster {
+            unary: self.streaming.clone(),
+            streaming: self.streaming.clone(),
+            hold_family: self.hold_family,
+        }
+    }
+
+    /// The same apiserver, for the requests of one Open, Hold or Release: its reads and
+    /// writes are classified as the hold family's ([`RequestClass::in_hold_family`]), so
+    /// a deadline that passes before the write goes out is `Rejected` with the fixed
+    /// message, whichever request of the call meets it.
+    pub fn hold_family(&self) -> Cluster {
+        Cluster { hold_family: true, ..self.clone() }
     }
 
     /// Runs one request of `class`, described by `what` (`get TrainJob ns/name`), and
@@ -100,6 +116,7 @@ impl Cluster {
         F: FnOnce(kube::Client) -> Fut,
         Fut: Future<Output = kube::Result<T>>,
     {
+        let class = if self.hold_family { class.in_hold_family() } else { class };
         let other = |error: Error| Failed { case: Case::Other, error };
         before_sending(class, cx, Instant::now()).map_err(|e| other(e.context(what)))?;
         let deadline = async {
@@ -111,7 +128,7 @@ impl Cluster {
         tokio::select! {
             result = request(self.unary.clone()) => result.map_err(|e| classify(class, what, e)),
             () = cx.cancel.cancelled() => Err(other(interrupted(class, what, "the call was cancelled"))),
-            () = deadline => Err(other(interrupted(class, what, "the call's deadline passed"))),
+            () = deadline => Err(other(deadline_in_flight(class, what))),
         }
     }
 }
@@ -140,6 +157,17 @@ pub(crate) fn classify(class: RequestClass, what: &str, err: kube::Error) -> Fai
         _ => format!("{what}: no definite answer: {err}"),
     };
     Failed { case, error: Error::new(kind, message).with_source(err) }
+}
+
+/// A request interrupted in flight by the call's deadline. A hold-family read wrote
+/// nothing and the call's write was never sent: `Rejected`, with the fixed message.
+fn deadline_in_flight(class: RequestClass, what: &str) -> Error {
+    if class == RequestClass::HoldRead {
+        return Error::rejected(format!(
+            "{what}: {DEADLINE_PASSED}: it passed while this read was in flight, so nothing was written"
+        ));
+    }
+    interrupted(class, what, "the call's deadline passed")
 }
 
 /// A request interrupted in flight: it may have been sent.

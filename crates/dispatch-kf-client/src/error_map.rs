@@ -18,6 +18,10 @@ pub enum RequestClass {
     Write,
     /// A write made by Open, Hold or Release: these need a deadline.
     HoldWrite,
+    /// A read made by Open, Hold or Release: mapped as a read, except that its deadline
+    /// passing, before it is sent or while it is in flight, is `Rejected` (the call's
+    /// write was never sent).
+    HoldRead,
     /// A pods/log request, made directly rather than through the dynamic client.
     PodsLog,
     /// A group-version discovery request: 404 means "not served", not an error.
@@ -28,6 +32,20 @@ impl RequestClass {
     /// Whether a request of this class changes the cluster.
     pub fn is_write(self) -> bool {
         matches!(self, RequestClass::Write | RequestClass::HoldWrite)
+    }
+
+    /// This class, as a request of a hold-family call makes it.
+    pub fn in_hold_family(self) -> RequestClass {
+        match self {
+            RequestClass::Read => RequestClass::HoldRead,
+            RequestClass::Write => RequestClass::HoldWrite,
+            other => other,
+        }
+    }
+
+    /// Whether a request of this class belongs to Open, Hold or Release.
+    fn is_hold_family(self) -> bool {
+        matches!(self, RequestClass::HoldWrite | RequestClass::HoldRead)
     }
 
     /// Whether requests of this class are mapped plainly, by status code alone.
@@ -222,7 +240,7 @@ pub const DEADLINE_PASSED: &str = "the call's deadline passed before the request
 /// The two cases decided before a request goes out, checked at `now` on the caller's
 /// monotonic clock.
 pub fn before_sending(class: RequestClass, cx: &CallContext, now: Instant) -> Result<(), Error> {
-    let hold = class == RequestClass::HoldWrite;
+    let hold = class.is_hold_family();
     if hold && cx.deadline.is_none() {
         return Err(Error::invalid("a hold-family call needs a deadline: none was given"));
     }
@@ -360,6 +378,21 @@ mod tests {
         let now = Instant::now();
         let err = before_sending(HoldWrite, &CallContext::with_deadline(now), now).unwrap_err();
         assert_eq!((err.kind(), err.message()), (Kind::Rejected, DEADLINE_PASSED));
+    }
+
+    /// Issue 15, item 6: a hold-family call meets its deadline at a read as readily as
+    /// at its write.
+    #[test]
+    fn a_hold_family_read_whose_deadline_passed_is_rejected() {
+        let now = Instant::now();
+        let err = before_sending(HoldRead, &CallContext::with_deadline(now), now).unwrap_err();
+        assert_eq!((err.kind(), err.message()), (Kind::Rejected, DEADLINE_PASSED));
+        let err = before_sending(HoldRead, &CallContext::background(), now).unwrap_err();
+        assert!(err.is(Kind::Invalid));
+        assert_eq!(kind(HoldRead, Outcome::SentNoAnswer), Kind::Unreachable);
+        assert_eq!(kind(HoldRead, answered(404, "")), Kind::NotFound);
+        assert_eq!(Read.in_hold_family(), HoldRead);
+        assert_eq!(Write.in_hold_family(), HoldWrite);
     }
 
     #[test]

@@ -323,9 +323,30 @@ impl Objects<'_> {
         name: &str,
         mut edit: impl FnMut(&mut DynamicObject) -> Result<Edit>,
     ) -> Result<DynamicObject> {
+        let learn = || std::future::ready(Ok(()));
+        self.read_learn_modify_write(cx, class, name, learn, |object, ()| edit(object)).await
+    }
+
+    /// [`Objects::read_modify_write`], where each try, after reading `name`, also runs
+    /// `learn` (reads of other objects the decision rests on) and gives what it learned
+    /// to `edit`. So every try decides from what it just read, none of it older than
+    /// the resource version the write is conditioned on.
+    pub async fn read_learn_modify_write<S, L, Fut>(
+        &self,
+        cx: &CallContext,
+        class: RequestClass,
+        name: &str,
+        mut learn: L,
+        mut edit: impl FnMut(&mut DynamicObject, S) -> Result<Edit>,
+    ) -> Result<DynamicObject>
+    where
+        L: FnMut() -> Fut,
+        Fut: Future<Output = Result<S>>,
+    {
         for _ in 0..CONFLICT_TRIES {
             let mut object = self.get(cx, name).await?;
-            if edit(&mut object)? == Edit::Unchanged {
+            let learned = learn().await?;
+            if edit(&mut object, learned)? == Edit::Unchanged {
                 return Ok(object);
             }
             match self.replace_case(cx, class, &object).await {
