@@ -116,7 +116,9 @@ async fn with_the_gate_proven_start_waits_for_a_gated_workload_and_holds_go_on_i
 }
 
 #[tokio::test]
-async fn kueue_holds_without_permission_to_update_workloads_are_unsupported() {
+/// Issue 15, item 5: jobs used to start, and after a preemption Hold and Release could
+/// not readmit them.
+async fn kueue_mode_without_permission_to_update_workloads_is_observe_only_naming_it() {
     let sim = cluster().await;
     install_gate(&sim, true);
     let mut user = Identity::new("no-workload-updates");
@@ -139,10 +141,16 @@ async fn kueue_holds_without_permission_to_update_workloads_are_unsupported() {
     .await
     .unwrap();
     assert!(!b.preflight().capabilities[&Capability::Hold].is_yes());
-    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
-    let err = b.hold(&hold_cx(), &object, 1).await.unwrap_err();
+    assert!(!b.preflight().capabilities[&Capability::ReadmissionGate].is_yes());
+    assert!(
+        matches!(&b.preflight().access, Access::ObserveOnly { missing } if missing.contains("update workloads")),
+        "{:?}",
+        b.preflight().access
+    );
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
     assert_eq!(err.kind(), Kind::Unsupported, "{err:?}");
-    assert!(err.message().contains("update Workloads"), "{}", err.message());
+    assert!(err.message().contains("update workloads"), "{}", err.message());
+    assert!(names(&sim, "trainjobs").is_empty(), "nothing was probed or started");
 }
 
 #[tokio::test]
