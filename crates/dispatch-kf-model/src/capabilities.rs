@@ -34,6 +34,10 @@ pub struct Facts {
     /// missing write permission, a probe runtime that breaks a rule). Ignored when
     /// read-only.
     pub probe_started: Result<(), String>,
+    /// The writes the adapter makes that its identity may not (`create trainjobs`,
+    /// `patch trainingruntimes`, ...): any one makes it observe-only, naming each.
+    /// Ignored when read-only.
+    pub missing_writes: Vec<String>,
 }
 
 /// Whether the Backend may write.
@@ -174,6 +178,14 @@ pub fn access(facts: &Facts) -> Access {
     if facts.read_only {
         return Access::ReadOnly;
     }
+    if !facts.missing_writes.is_empty() {
+        return Access::ObserveOnly {
+            missing: format!(
+                "the adapter may not {}: grant them to write (docs/rbac.md)",
+                facts.missing_writes.join(", ")
+            ),
+        };
+    }
     let gates: &[Capability] = match facts.mode {
         Mode::Plain => &[Capability::AttemptInjection],
         Mode::Kueue => &[Capability::AttemptInjection, Capability::ReadmissionGate],
@@ -217,6 +229,7 @@ mod tests {
             readmission_gate: Err("not in Kueue mode".into()),
             may_read_logs: true,
             probe_started: Ok(()),
+            missing_writes: Vec::new(),
         }
     }
 
@@ -269,6 +282,22 @@ mod tests {
             access(&facts),
             Access::ObserveOnly { missing: "create trainjobs: forbidden".into() }
         );
+    }
+
+    /// Issue 15, item 10: a write the adapter makes but may not is named, every one.
+    #[test]
+    fn a_missing_write_permission_makes_the_backend_observe_only_naming_each() {
+        let facts = Facts {
+            missing_writes: vec!["create trainjobs".into(), "update trainjobs".into()],
+            ..plain()
+        };
+        match access(&facts) {
+            Access::ObserveOnly { missing } => {
+                assert!(missing.contains("create trainjobs, update trainjobs"), "{missing}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(access(&Facts { read_only: true, ..facts }), Access::ReadOnly);
     }
 
     #[test]

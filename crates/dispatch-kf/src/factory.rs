@@ -30,6 +30,9 @@ pub struct Preflight {
     pub capabilities: BTreeMap<Capability, Support>,
     /// Whether the adapter may get Nodes.
     pub nodes_readable: bool,
+    /// Permissions the adapter may use but lacks, each with what degrades without it
+    /// (deleting orphaned JobSets and pods); empty when it has them all.
+    pub lacking: Vec<String>,
 }
 
 /// The group-versions the adapter needs, by mode.
@@ -43,6 +46,47 @@ fn required_group_versions(mode: Mode) -> Vec<&'static str> {
 
 const fn permission(verb: &'static str, resource: Resource) -> Permission {
     Permission { verb, resource, subresource: "" }
+}
+
+/// The writes the adapter makes (Start, Open/Hold/Release in plain mode, Stop, StopJob):
+/// without any one of them it cannot write at all, so it observes only.
+fn write_permissions() -> Vec<Permission> {
+    [
+        ("create", TRAIN_JOB),
+        ("update", TRAIN_JOB),
+        ("delete", TRAIN_JOB),
+        ("create", TRAINING_RUNTIME),
+        ("patch", TRAINING_RUNTIME),
+        ("delete", TRAINING_RUNTIME),
+    ]
+    .into_iter()
+    .map(|(verb, resource)| permission(verb, resource))
+    .collect()
+}
+
+/// The deletes StopJob makes of orphaned JobSets and pods, which the garbage collector
+/// removes on its own in time: without them StopJob on a job with orphans is
+/// *unauthorized*, and nothing else changes.
+fn orphan_permissions() -> Vec<Permission> {
+    vec![permission("delete", JOB_SET), permission("delete", POD)]
+}
+
+/// The permissions of `wanted` the adapter's identity lacks, as `verb plural`, asked
+/// together.
+async fn not_granted(
+    cluster: &Cluster,
+    cx: &CallContext,
+    ns: &str,
+    wanted: Vec<Permission>,
+) -> Result<Vec<String>> {
+    let answers =
+        futures::future::try_join_all(wanted.iter().map(|p| cluster.may(cx, ns, p))).await?;
+    Ok(wanted
+        .iter()
+        .zip(answers)
+        .filter(|(_, may)| !may)
+        .map(|(p, _)| format!("{} {}", p.verb, p.resource.plural))
+        .collect())
 }
 
 /// The permissions without which the adapter cannot even observe.
@@ -95,12 +139,7 @@ impl KubeflowBackend {
                 )));
             }
         }
-        let mut missing = Vec::new();
-        for p in read_permissions(settings.mode) {
-            if !cluster.may(cx, &ns, &p).await? {
-                missing.push(format!("{} {}", p.verb, p.resource.plural));
-            }
-        }
+        let missing = not_granted(&cluster, cx, &ns, read_permissions(settings.mode)).await?;
         if !missing.is_empty() {
             return Err(Error::unauthorized(format!(
                 "the adapter may not read what it must observe: {}",
@@ -114,6 +153,19 @@ impl KubeflowBackend {
         let may_update_workloads = match settings.mode {
             Mode::Kueue => cluster.may(cx, &ns, &permission("update", WORKLOAD)).await?,
             Mode::Plain => false,
+        };
+        let (missing_writes, lacking) = if settings.read_only {
+            (Vec::new(), Vec::new())
+        } else {
+            let orphans = not_granted(&cluster, cx, &ns, orphan_permissions()).await?;
+            let lacking = orphans
+                .into_iter()
+                .map(|p| format!("{p}: StopJob cannot remove orphaned objects of that kind"))
+                .collect::<Vec<_>>();
+            for p in &lacking {
+                tracing::warn!(permission = %p, "a permission the adapter uses is missing");
+            }
+            (not_granted(&cluster, cx, &ns, write_permissions()).await?, lacking)
         };
         let readmission_gate = match settings.mode {
             Mode::Kueue => prove_readmission_gate(&cluster, &settings, cx).await?,
@@ -129,6 +181,7 @@ impl KubeflowBackend {
             readmission_gate,
             may_read_logs,
             probe_started: Ok(()),
+            missing_writes,
         };
         let backend = |facts: Facts, settings: Settings, cluster: Cluster| {
             let preflight = Preflight {
@@ -136,6 +189,7 @@ impl KubeflowBackend {
                 capabilities: capabilities::answers(&facts, None),
                 facts,
                 nodes_readable,
+                lacking: lacking.clone(),
             };
             KubeflowBackend {
                 inner: Arc::new(Inner {

@@ -337,3 +337,43 @@ async fn a_pods_ready_timeout_eviction_is_requeued() {
     assert_eq!(obs.cause.kind, dispatch_core::CauseKind::Requeued, "{obs:#?}");
     assert!(obs.cause.detail.contains("PodsReadyTimeout"), "{}", obs.cause.detail);
 }
+
+/// Issue 15, item 10: Factory asks about every verb the adapter uses. Without the writes
+/// the Backend observes only, naming each missing one, and probes nothing; without the
+/// deletes of orphans it still writes, and says what StopJob cannot do.
+#[tokio::test]
+async fn missing_write_permissions_make_the_backend_observe_only_naming_each_and_probe_nothing() {
+    let sim = cluster().await;
+    sim.add_identity(
+        Identity::new("half")
+            .allow(Rule::new(&["get", "list", "watch"], "trainer.kubeflow.org", &["*"]))
+            .allow(Rule::new(
+                &["create", "patch", "delete"],
+                "trainer.kubeflow.org",
+                &["trainingruntimes"],
+            ))
+            .allow(Rule::new(&["get", "list", "watch"], "jobset.x-k8s.io", &["*"]))
+            .allow(Rule::new(&["get", "list", "watch"], "", &["*"])),
+    );
+    sim.clear_requests();
+    let b = KubeflowBackend::with_cluster(settings(json!({})), connect(&sim, "half").await, &cx())
+        .await
+        .unwrap();
+    match &b.preflight().access {
+        Access::ObserveOnly { missing } => assert!(
+            missing.contains("create trainjobs, update trainjobs, delete trainjobs"),
+            "{missing}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        sim.requests()
+            .iter()
+            .all(|r| r.verb != "create" || r.resource == "selfsubjectaccessreviews"),
+        "the probe did not run: {:#?}",
+        sim.requests()
+    );
+    assert!(names(&sim, "trainingruntimes").is_empty());
+    let lacking = b.preflight().lacking.join("; ");
+    assert!(lacking.contains("delete jobsets") && lacking.contains("delete pods"), "{lacking}");
+}
