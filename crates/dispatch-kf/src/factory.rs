@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use dispatch_core::{CallContext, Capability, Error, ObjectRef, Result, Support};
+use dispatch_core::{
+    CallContext, Capability, Error, JobId, ObjectRef, Result, StartRequest, Support,
+};
 use dispatch_kf_client::resources::{
     ADMISSION_CHECK, CLUSTER_QUEUE, JOB_SET, LEASE, LOCAL_QUEUE, NODE, POD, TRAIN_JOB,
     TRAINING_RUNTIME, WORKLOAD,
@@ -216,13 +218,29 @@ impl KubeflowBackend {
     }
 }
 
+/// How many requests' worth of time (`timeouts.request` each) the probe's clean-up may
+/// take, on a context of its own: the caller's may have ended.
+const CLEAN_UP_REQUESTS: u32 = 4;
+
 impl Inner {
     /// The preflight probe: a Start of the probe's own request, a Hold/Release round
-    /// trip, then Stop. Returns whether it started and whether the round trip worked;
-    /// `Err` only for what makes the Backend unusable (Kueue managing plain-mode jobs).
+    /// trip, then the removal of every object of the probe's job, however the probe
+    /// ended. Returns whether it started and whether the round trip worked; `Err` only
+    /// for what makes the Backend unusable (Kueue managing plain-mode jobs) or a call
+    /// that ended meanwhile.
     async fn probe(&self, cx: &CallContext) -> Result<(Result<(), String>, Result<(), String>)> {
         let request = probe_request(&self.settings, edge::fresh_job_id()?);
-        let object = match self.start_as(cx, &request, Purpose::Probe).await {
+        let outcome = self.probe_steps(cx, &request).await;
+        self.clean_up_probe(&request.job).await;
+        outcome
+    }
+
+    async fn probe_steps(
+        &self,
+        cx: &CallContext,
+        request: &StartRequest,
+    ) -> Result<(Result<(), String>, Result<(), String>)> {
+        let object = match self.start_as(cx, request, Purpose::Probe).await {
             Ok(object) => object,
             Err(e) => {
                 let why =
@@ -230,13 +248,20 @@ impl Inner {
                 return Ok((Err(why.clone()), Err(why)));
             }
         };
-        let result = self.probe_started(cx, &object).await;
-        let stopped = self.delete_object(cx, &object).await;
-        let round_trip = result?;
-        if let Err(e) = stopped {
-            tracing::warn!(probe = %object.name, error = %e, "the preflight probe's TrainJob could not be stopped");
-        }
+        let round_trip = self.probe_started(cx, &object).await?;
         Ok((Ok(()), round_trip))
+    }
+
+    /// Removes every object of the probe's job, whatever became of it (a TrainJob whose
+    /// create went unanswered may exist; a refused one's copy may remain), on a fresh
+    /// context bounded by [`CLEAN_UP_REQUESTS`] requests: the caller's may be the one
+    /// that just ended. What it cannot remove is logged.
+    async fn clean_up_probe(&self, job: &JobId) {
+        let request = self.settings.timeouts.request.to_std().unwrap_or(Duration::from_secs(30));
+        let fresh = CallContext::with_deadline(Instant::now() + request * CLEAN_UP_REQUESTS);
+        if let Err(e) = self.remove_job(&fresh, job).await {
+            tracing::warn!(probe = %job, error = %e, "the preflight probe's objects could not all be removed");
+        }
     }
 
     async fn probe_started(
@@ -263,25 +288,46 @@ impl Inner {
     }
 
     /// Plain mode on a cluster whose Kueue manages queue-less jobs: the probe's
-    /// TrainJob gets a Workload within `timeouts.workload`, and Kueue would fight the
-    /// adapter over `spec.suspend`.
+    /// TrainJob gets a Workload, and Kueue would fight the adapter over `spec.suspend`.
+    /// It looks every second for [`kueue_check_limit`], and stops when the call ends.
     async fn refuse_if_kueue_manages(&self, cx: &CallContext, object: &ObjectRef) -> Result<()> {
         let workloads = self.cluster.objects(WORKLOAD, &self.settings.namespace);
         let selector = format!("{}={}", keys::KUEUE_JOB_UID, object.uid);
-        let limit = self.settings.timeouts.workload.to_std().unwrap_or_default();
+        let workload = self.settings.timeouts.workload.to_std().unwrap_or_default();
+        let limit = kueue_check_limit(workload, cx.deadline, Instant::now());
         let started = tokio::time::Instant::now();
         loop {
             if !workloads.list(cx, &selector).await?.items.is_empty() {
-                let _ = self.delete_object(cx, object).await;
                 return Err(Error::unsupported(
                     "Kueue manages TrainJobs without a queue on this cluster, so plain mode would fight it: set mode to kueue",
                 ));
             }
-            if started.elapsed() >= limit {
+            let left = limit.saturating_sub(started.elapsed());
+            if left.is_zero() {
                 return Ok(());
             }
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            let ended = || {
+                Error::unreachable(
+                    "the call ended while the preflight probe looked for a Workload Kueue might make",
+                )
+            };
+            tokio::select! {
+                () = tokio::time::sleep(left.min(Duration::from_secs(1))) => {}
+                () = cx.cancel.cancelled() => return Err(ended()),
+                () = crate::start::deadline(cx) => return Err(ended()),
+            }
         }
+    }
+}
+
+/// How long the plain-mode probe looks for a Workload: `timeouts.workload`, but no more
+/// than half the time left before the call's deadline, so that the hold round trip and
+/// the clean-up still fit (a default wait must not outlast the default deadline it runs
+/// under: `dispatch-kf start` gives Factory 30 s, and `timeouts.workload` is 60 s).
+fn kueue_check_limit(workload: Duration, deadline: Option<Instant>, now: Instant) -> Duration {
+    match deadline {
+        Some(d) => workload.min(d.saturating_duration_since(now) / 2),
+        None => workload,
     }
 }
 
@@ -326,5 +372,21 @@ fn expand_home(path: &str) -> std::path::PathBuf {
     match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => std::path::PathBuf::from(home).join(rest),
         _ => std::path::PathBuf::from(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kueue_check_leaves_half_the_time_left_for_the_rest_of_the_probe() {
+        let now = Instant::now();
+        let minute = Duration::from_secs(60);
+        let limit = |secs| kueue_check_limit(minute, Some(now + Duration::from_secs(secs)), now);
+        assert_eq!(limit(30), Duration::from_secs(15));
+        assert_eq!(limit(600), minute);
+        assert_eq!(kueue_check_limit(minute, Some(now), now), Duration::ZERO);
+        assert_eq!(kueue_check_limit(minute, None, now), minute);
     }
 }

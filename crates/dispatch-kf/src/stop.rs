@@ -52,6 +52,11 @@ impl Inner {
     /// call's deadline (by default `timeouts.stopJob`) passes: then `Unreachable`.
     pub(crate) async fn stop_job(&self, cx: &CallContext, job: &JobId) -> Result<()> {
         self.check_writable()?;
+        self.remove_job(cx, job).await
+    }
+
+    /// StopJob's work, for StopJob and for the preflight probe's clean-up.
+    pub(crate) async fn remove_job(&self, cx: &CallContext, job: &JobId) -> Result<()> {
         let mut cx = cx.clone();
         if cx.deadline.is_none() {
             let wait = self.settings.timeouts.stop_job.to_std().unwrap_or_default();
@@ -64,10 +69,16 @@ impl Inner {
             if remaining.is_empty() {
                 return Ok(());
             }
+            let mut deleted_now = false;
             for obs in &remaining {
                 if deleted.insert(obs.object.uid.clone()) {
                     self.delete_object(&cx, &obs.object).await?;
+                    deleted_now = true;
                 }
+            }
+            // What was just deleted may be gone already: look again before waiting.
+            if deleted_now {
+                continue;
             }
             let names: Vec<String> = remaining
                 .iter()

@@ -3,8 +3,11 @@
 
 mod common;
 
+use std::time::{Duration, Instant};
+
 use common::*;
-use dispatch_core::{Backend, Capability, Kind, ObjectState};
+use dispatch_core::{Backend, CallContext, Capability, Kind, ObjectState};
+use dispatch_kf::KubeflowBackend;
 use dispatch_kf_model::capabilities::Access;
 use dispatch_kf_model::names;
 use dispatch_kf_sim::{Fault, FaultAction};
@@ -286,4 +289,49 @@ async fn a_refused_train_job_create_deletes_only_the_copy_this_call_made() {
             .all(|r| r.resource != "trainingruntimes"),
         "no delete of the copy was sent"
     );
+}
+
+/// Issue 15, item 8: a probe whose TrainJob create went unanswered (it landed) used to
+/// leave its TrainJob and copy behind.
+#[tokio::test]
+async fn a_probe_whose_train_job_create_went_unanswered_leaves_nothing_behind() {
+    let sim = cluster().await;
+    sim.add_fault(Fault::on("create", "trainjobs", FaultAction::ResetAfterApply));
+    let b = backend(&sim, settings(json!({}))).await;
+    assert!(
+        matches!(&b.preflight().access, Access::ObserveOnly { missing } if missing.contains("could not start")),
+        "{:?}",
+        b.preflight().access
+    );
+    assert!(names(&sim, "trainjobs").is_empty(), "{:?}", names(&sim, "trainjobs"));
+    assert!(names(&sim, "trainingruntimes").is_empty(), "{:?}", names(&sim, "trainingruntimes"));
+}
+
+/// Issue 15, item 8: the probe's clean-up used the caller's context, which had just
+/// ended, so the probe's TrainJob stayed.
+#[tokio::test]
+async fn a_probe_whose_call_ends_during_its_hold_is_still_cleaned_up() {
+    let sim = cluster().await;
+    sim.add_fault(Fault::on("update", "trainjobs", FaultAction::Delay(Duration::from_secs(3))));
+    let soon = CallContext::with_deadline(Instant::now() + Duration::from_secs(1));
+    let b = KubeflowBackend::with_cluster(settings(json!({})), connect(&sim, "admin").await, &soon)
+        .await
+        .unwrap();
+    assert!(!b.preflight().capabilities[&Capability::Hold].is_yes());
+    assert!(names(&sim, "trainjobs").is_empty(), "{:?}", names(&sim, "trainjobs"));
+}
+
+/// Issue 15, item 8: with default waits, plain mode on a cluster that serves Kueue made
+/// the probe look for a Workload for `timeouts.workload` (60 s) inside a call of 30 s,
+/// so Factory failed at its deadline and left the probe's objects behind.
+#[tokio::test]
+async fn the_plain_mode_kueue_check_fits_in_the_deadline_factory_runs_under() {
+    let sim = cluster().await;
+    let defaults = settings(json!({"timeouts": {"workload": "60s", "request": "5s"}}));
+    let soon = CallContext::with_deadline(Instant::now() + Duration::from_secs(3));
+    let b = KubeflowBackend::with_cluster(defaults, connect(&sim, "admin").await, &soon)
+        .await
+        .expect("Factory finishes within its deadline");
+    assert_eq!(b.preflight().access, Access::Writable);
+    assert!(names(&sim, "trainjobs").is_empty(), "{:?}", names(&sim, "trainjobs"));
 }
