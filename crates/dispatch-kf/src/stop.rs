@@ -48,23 +48,46 @@ impl Inner {
         }
     }
 
-    /// StopJob: stops every object of `job` and waits until none remains, or until the
-    /// call's deadline (by default `timeouts.stopJob`) passes: then `Unreachable`.
+    /// StopJob: stops every object of `job` and waits until none remains and no create
+    /// of this Backend that went unanswered can still land (its in-flight mark has
+    /// expired), deleting what appears meanwhile; or until the call's deadline (by
+    /// default `timeouts.stopJob`) passes: then `Unreachable`, saying what it waited for.
     pub(crate) async fn stop_job(&self, cx: &CallContext, job: &JobId) -> Result<()> {
         self.check_writable()?;
-        self.remove_job(cx, job).await
-    }
-
-    /// StopJob's work, for StopJob and for the preflight probe's clean-up.
-    pub(crate) async fn remove_job(&self, cx: &CallContext, job: &JobId) -> Result<()> {
         let mut cx = cx.clone();
         if cx.deadline.is_none() {
             let wait = self.settings.timeouts.stop_job.to_std().unwrap_or_default();
             cx.deadline = Some(std::time::Instant::now() + wait);
         }
+        loop {
+            self.remove_job(&cx, job).await?;
+            let now = edge::now();
+            let Some(mark) = self.in_flight.get(job, now) else {
+                return Ok(());
+            };
+            // A TrainJob may still appear until the mark expires: wait, then look again.
+            let left = Duration::try_from(mark.until.duration_since(now)).unwrap_or_default();
+            let waiting = || {
+                Error::unreachable(format!(
+                    "stop-job: the call ended while the create of submission {} of job {job} went unanswered and may still land until {}: nothing of the job remains yet, but a TrainJob may appear; call StopJob again after then",
+                    mark.submission, mark.until
+                ))
+            };
+            tokio::select! {
+                () = tokio::time::sleep(left) => {}
+                () = cx.cancel.cancelled() => return Err(waiting()),
+                () = deadline(&cx) => return Err(waiting()),
+            }
+        }
+    }
+
+    /// Deletes every object of `job`, orphans included, and waits until none remains or
+    /// the call ends (`Unreachable`): StopJob's first part, and the preflight probe's
+    /// clean-up. `cx` must carry a deadline.
+    pub(crate) async fn remove_job(&self, cx: &CallContext, job: &JobId) -> Result<()> {
         let mut deleted = BTreeSet::new();
         loop {
-            let snapshot = self.snapshot(&cx, job).await.map_err(|e| e.context("stop-job"))?;
+            let snapshot = self.snapshot(cx, job).await.map_err(|e| e.context("stop-job"))?;
             let remaining = self.observe(&snapshot, edge::now());
             if remaining.is_empty() {
                 return Ok(());
@@ -72,7 +95,7 @@ impl Inner {
             let mut deleted_now = false;
             for obs in &remaining {
                 if deleted.insert(obs.object.uid.clone()) {
-                    self.delete_object(&cx, &obs.object).await?;
+                    self.delete_object(cx, &obs.object).await?;
                     deleted_now = true;
                 }
             }
@@ -93,7 +116,7 @@ impl Inner {
             tokio::select! {
                 () = tokio::time::sleep(STOP_POLL) => {}
                 () = cx.cancel.cancelled() => return Err(waiting()),
-                () = deadline(&cx) => return Err(waiting()),
+                () = deadline(cx) => return Err(waiting()),
             }
         }
     }

@@ -238,3 +238,34 @@ async fn a_hold_decides_again_from_what_it_just_read_so_a_train_job_that_ended_m
         "no hold was written: {tj:#}"
     );
 }
+
+/// Issue 15, item 4: StopJob said done while a TrainJob create that went unanswered
+/// could still land. Until the in-flight mark expires it waits; a call that ends first
+/// is Unreachable, saying why.
+#[tokio::test]
+async fn stop_job_with_a_create_in_flight_is_unreachable_until_the_mark_expires() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    sim.add_fault(Fault::on("create", "trainjobs", FaultAction::ResetBeforeApply));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::OutcomeUnknown, "{err:?}");
+    let short = CallContext::with_deadline(std::time::Instant::now() + Duration::from_secs(1));
+    let err = b.stop_job(&short, &job(1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+    assert!(err.message().contains("may still land"), "{}", err.message());
+    assert!(names(&sim, "trainingruntimes").is_empty(), "what exists was deleted meanwhile");
+}
+
+/// Issue 15, item 4: once the mark expires, StopJob looks again and is done.
+#[tokio::test]
+async fn stop_job_with_a_create_in_flight_returns_once_the_mark_expires() {
+    let sim = cluster().await;
+    let short_bound = json!({"timeouts": {"request": "1s", "workload": "2s", "stopJob": "30s", "callBound": "2s"}});
+    let b = backend(&sim, settings(short_bound)).await;
+    sim.add_fault(Fault::on("create", "trainjobs", FaultAction::ResetBeforeApply));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::OutcomeUnknown, "{err:?}");
+    b.stop_job(&cx(), &job(1)).await.expect("done once nothing can land");
+    let found = b.find(&cx(), &job(1)).await.unwrap();
+    assert_eq!((found.objects.len(), found.in_flight), (0, None));
+}
