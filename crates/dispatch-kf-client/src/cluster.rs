@@ -11,7 +11,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use crate::error_map::{
     Case, DEADLINE_PASSED, Outcome, RequestClass, before_sending, case, sentinel,
 };
-use crate::transport::outcome_of;
+use crate::transport::{outcome_of, token_failure};
 
 /// Where the cluster's configuration comes from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -59,8 +59,9 @@ impl Cluster {
         // source failing (Unauthorized), anything else a configuration that cannot load.
         let build = |c: kube::Config| {
             kube::Client::try_from(c).map_err(|e| match e {
+                // Never kube's text, nor the error as a source: both may hold credentials.
                 kube::Error::Auth(_) => {
-                    Error::unauthorized(format!("the token source failed: {e}")).with_source(e)
+                    Error::unauthorized(format!("the token source failed: {}", token_failure(&e)))
                 }
                 _ => Error::invalid(format!("cannot build a client from the configuration: {e}"))
                     .with_source(e),
@@ -149,7 +150,11 @@ pub(crate) fn classify(class: RequestClass, what: &str, err: kube::Error) -> Fai
             let reason = if reason.is_empty() { String::new() } else { format!(" {reason}") };
             format!("{what}: {} ({code}{reason})", status.message.trim())
         }
-        (Outcome::TokenFailed, _) => format!("{what}: the token source failed: {err}"),
+        // Never kube's text, nor the error as a source: both may hold credentials.
+        (Outcome::TokenFailed, _) => {
+            let message = format!("{what}: the token source failed: {}", token_failure(&err));
+            return Failed { case, error: Error::new(kind, message) };
+        }
         (Outcome::NotSent, _) => format!("{what}: not sent: {err}"),
         _ if class.is_write() && kind == dispatch_core::Kind::OutcomeUnknown => {
             format!("{what}: no definite answer, it may have taken effect: {err}")

@@ -233,7 +233,7 @@ fn exec_failing_once_down(dir: &std::path::Path) -> String {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nif [ -e '{down}' ]; then echo 'token source is down' >&2; exit 1; fi\n\
+            "#!/bin/sh\nif [ -e '{down}' ]; then echo 'FAKE-TOKEN-stdout'; echo 'token source is down FAKE-TOKEN-stderr' >&2; exit 1; fi\n\
              echo '{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\
              \"status\":{{\"token\":\"t\",\"expirationTimestamp\":\"2000-01-01T00:00:00Z\"}}}}'\n",
             down = down.display()
@@ -242,9 +242,49 @@ fn exec_failing_once_down(dir: &std::path::Path) -> String {
     .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     format!(
-        "{{exec: {{apiVersion: client.authentication.k8s.io/v1, command: '{}', interactiveMode: Never}}}}",
+        "{{exec: {{apiVersion: client.authentication.k8s.io/v1, command: '{}', args: ['--password=ARG-SECRET'], interactiveMode: Never}}}}",
         script.display()
     )
+}
+
+/// Issue 15, item 9: nothing an exec plugin was given or printed reaches an error, in
+/// its message, its Debug form or its sources.
+fn assert_no_credentials(err: &dispatch_core::Error) {
+    let mut texts = vec![err.to_string(), format!("{err:?}")];
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        texts.push(cause.to_string());
+        texts.push(format!("{cause:?}"));
+        source = cause.source();
+    }
+    for text in texts {
+        for secret in ["FAKE-TOKEN", "ARG-SECRET"] {
+            assert!(!text.contains(secret), "{secret} leaked: {text}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_exec_plugin_that_fails_leaks_neither_its_command_line_nor_its_output() {
+    let err = cluster_with_user(|_| {
+        "{exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: ['-c', 'echo FAKE-TOKEN-1; echo FAKE-TOKEN-2 >&2; exit 3', '--password=ARG-SECRET'], interactiveMode: Never}}".to_owned()
+    })
+    .await
+    .err()
+    .expect("the exec plugin fails");
+    assert_eq!(err.kind(), Kind::Unauthorized, "{err:?}");
+    assert!(err.message().contains("exec credential plugin exited"), "{}", err.message());
+    assert_no_credentials(&err);
+
+    // Output that is not an ExecCredential, holding a token.
+    let err = cluster_with_user(|_| {
+        "{exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: ['-c', 'echo \"token: FAKE-TOKEN-3\"'], interactiveMode: Never}}".to_owned()
+    })
+    .await
+    .err()
+    .expect("the exec plugin answers nonsense");
+    assert_eq!(err.kind(), Kind::Unauthorized, "{err:?}");
+    assert_no_credentials(&err);
 }
 
 #[tokio::test]
@@ -271,6 +311,7 @@ async fn a_token_source_failing_at_a_request_is_unauthorized_and_nothing_is_sent
     let err = create(&cluster, &cx()).await;
     assert_eq!(err.kind(), Kind::Unauthorized, "{err:?}");
     assert!(err.message().contains("token source failed"), "{}", err.message());
+    assert_no_credentials(&err);
 }
 
 #[tokio::test]
