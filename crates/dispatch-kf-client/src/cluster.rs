@@ -33,6 +33,10 @@ pub struct Cluster {
     streaming: kube::Client,
     /// Whether every request is made by a hold-family call (see [`Cluster::hold_family`]).
     hold_family: bool,
+    /// How long one unary request may wait for its answer.
+    request_timeout: Duration,
+    /// How long one watch connection is asked to stay open (`timeoutSeconds`).
+    watch_timeout: Duration,
 }
 
 impl Cluster {
@@ -67,17 +71,37 @@ impl Cluster {
                     .with_source(e),
             })
         };
-        Ok(Cluster { unary: build(unary)?, streaming: build(streaming)?, hold_family: false })
+        Ok(Cluster {
+            unary: build(unary)?,
+            streaming: build(streaming)?,
+            hold_family: false,
+            request_timeout,
+            watch_timeout: crate::streams::WATCH_TIMEOUT,
+        })
     }
 
     /// The same apiserver, on the client without a read timeout: for watches and log
     /// follows, which may stay quiet for long.
     pub fn streaming(&self) -> Cluster {
-        Cluster {
-            unary: self.streaming.clone(),
-            streaming: self.streaming.clone(),
-            hold_family: self.hold_family,
-        }
+        Cluster { unary: self.streaming.clone(), ..self.clone() }
+    }
+
+    /// How long one unary request may wait for its answer.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// How long one watch connection is asked to stay open (`timeoutSeconds`, at most
+    /// 290 s); it is given up when silent past this and the request timeout.
+    pub fn watch_timeout(&self) -> Duration {
+        self.watch_timeout
+    }
+
+    /// The same apiserver, asking watch connections to stay open `timeout` (whole
+    /// seconds, 1 to 290): tests use a short one.
+    pub fn with_watch_timeout(&self, timeout: Duration) -> Cluster {
+        let timeout = timeout.clamp(Duration::from_secs(1), crate::streams::WATCH_TIMEOUT);
+        Cluster { watch_timeout: timeout, ..self.clone() }
     }
 
     /// The same apiserver, for the requests of one Open, Hold or Release: its reads and

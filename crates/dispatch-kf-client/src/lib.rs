@@ -20,5 +20,5 @@ pub use objects::{CONFLICT_TRIES, Created, Deleted, Edit, LIST_RESTARTS, Objects
 pub use probe::Permission;
 pub use resources::Resource;
 pub use snapshot::{JobQuery, view};
-pub use streams::Change;
+pub use streams::{Change, DEAD_WATCHES, WATCH_TIMEOUT};
 pub use transport::{outcome_of, redacted};

@@ -54,8 +54,8 @@ pub enum Deleted {
 /// Requests on one kind, in one namespace (or cluster-wide for cluster-scoped kinds).
 pub struct Objects<'a> {
     cluster: &'a Cluster,
-    resource: Resource,
-    namespace: Option<String>,
+    pub(crate) resource: Resource,
+    pub(crate) namespace: Option<String>,
 }
 
 impl Cluster {

@@ -275,33 +275,53 @@ async fn access_reviews_answer_from_the_identity_rules() {
     assert!(cluster(&sim).await.may(&cx(), NS, &create_jobs).await.unwrap());
 }
 
-#[tokio::test]
-async fn a_watch_yields_changes_and_ends_cleanly_when_it_expires() {
-    let sim = sim().await;
-    let c = cluster(&sim).await;
-    let cms = c.objects(CONFIG_MAP, NS);
-    let rv = cms.list(&cx(), "").await.unwrap().metadata.resource_version.unwrap();
-    let watch = cms.watch(&cx(), "", &rv).await.unwrap();
-    cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
-    assert_eq!(cms.delete(&cx(), "a", None).await.unwrap(), Deleted::Deleted);
-    let changes: Vec<Change> = watch.take(2).collect().await;
-    assert!(matches!(&changes[0], Change::Applied(o) if o.metadata.name.as_deref() == Some("a")));
-    assert!(matches!(&changes[1], Change::Deleted(o) if o.metadata.name.as_deref() == Some("a")));
-
-    sim.add_fault(Fault::on("watch", "configmaps", FaultAction::ExpireWatch));
-    let ended: Vec<Change> = cms.watch(&cx(), "", &rv).await.unwrap().collect().await;
-    assert!(ended.is_empty(), "a 410 ends the stream without an error");
+fn applied(change: Option<dispatch_core::Result<Change>>) -> String {
+    match change {
+        Some(Ok(Change::Applied(o))) => o.metadata.name.unwrap_or_default(),
+        other => panic!("{other:?}"),
+    }
 }
 
+/// Issue 15, item 1: a 410 resumes the watch from the current resource version, saying
+/// so ([`Change::Resumed`]), instead of ending it.
 #[tokio::test]
-async fn a_watch_closed_by_the_server_ends_cleanly() {
+async fn a_watch_yields_changes_and_resumes_when_its_version_expires() {
     let sim = sim().await;
     let c = cluster(&sim).await;
     let cms = c.objects(CONFIG_MAP, NS);
     let rv = cms.list(&cx(), "").await.unwrap().metadata.resource_version.unwrap();
-    let watch = cms.watch(&cx(), "", &rv).await.unwrap();
+    let mut watch = Box::pin(cms.watch(&cx(), "", &rv).await.unwrap());
+    cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
+    assert_eq!(cms.delete(&cx(), "a", None).await.unwrap(), Deleted::Deleted);
+    assert_eq!(applied(watch.next().await), "a");
+    assert!(
+        matches!(watch.next().await, Some(Ok(Change::Deleted(o))) if o.metadata.name.as_deref() == Some("a"))
+    );
+
+    sim.add_fault(Fault::on("watch", "configmaps", FaultAction::ExpireWatch));
+    let mut watch = Box::pin(cms.watch(&cx(), "", &rv).await.unwrap());
+    assert!(matches!(watch.next().await, Some(Ok(Change::Resumed))), "a 410 resumes");
+    cms.create(&cx(), &object(CONFIG_MAP, "b")).await.unwrap();
+    assert_eq!(applied(watch.next().await), "b");
+}
+
+/// Issue 15, item 1: a connection the server closes is resumed from the last resource
+/// version seen; the stream ends cleanly only when the call ends.
+#[tokio::test]
+async fn a_watch_closed_by_the_server_resumes_from_its_last_version() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let cms = c.objects(CONFIG_MAP, NS);
+    let rv = cms.list(&cx(), "").await.unwrap().metadata.resource_version.unwrap();
+    let call = cx();
+    let mut watch = Box::pin(cms.watch(&call, "", &rv).await.unwrap());
+    cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
+    assert_eq!(applied(watch.next().await), "a");
     sim.close_watches();
-    assert_eq!(watch.count().await, 0);
+    cms.create(&cx(), &object(CONFIG_MAP, "b")).await.unwrap();
+    assert_eq!(applied(watch.next().await), "b", "nothing is seen twice, nothing is missed");
+    call.cancel.cancel();
+    assert!(watch.next().await.is_none(), "the call's end is a clean end");
 }
 
 #[tokio::test]

@@ -22,6 +22,9 @@ enum Behaviour {
     Silent,
     /// Answers with this status and a plain-text body, as an unserved path does.
     PlainText(u16),
+    /// Answers 200 with a streamed body, as a watch does, then never sends a byte: a
+    /// half-open connection a load balancer forgot.
+    StreamThenSilent,
 }
 
 async fn serve(behaviour: Behaviour) -> u16 {
@@ -57,6 +60,11 @@ async fn handle(mut stream: TcpStream, behaviour: Behaviour) {
         }
         Behaviour::Silent => {
             let _ = stream.read(&mut buf).await;
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+        Behaviour::StreamThenSilent => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+            let _ = stream.write_all(head.as_bytes()).await;
             tokio::time::sleep(Duration::from_secs(3600)).await;
         }
         Behaviour::PlainText(code) => {
@@ -332,4 +340,53 @@ async fn a_kubeconfig_that_cannot_load_is_invalid() {
     let err = Cluster::connect(&config).await.err().expect("a missing file cannot load");
     assert_eq!(err.kind(), Kind::Invalid);
     assert!(err.message().contains("/nonexistent/dispatch-kf/kubeconfig"), "{}", err.message());
+}
+
+/// A guard, not a measure: a test that would hang fails instead.
+const NO_HANG: Duration = Duration::from_secs(60);
+
+const CONFIG_MAPS: dispatch_kf_client::Resource = dispatch_kf_client::Resource {
+    kind: "ConfigMap",
+    group: "",
+    version: "v1",
+    plural: "configmaps",
+    namespaced: true,
+};
+
+/// Issue 15, item 1: opening a watch on a server that accepts and never answers used to
+/// wait forever (the streaming client has no read timeout); it waits no longer than the
+/// request timeout, and is unreachable.
+#[tokio::test]
+async fn a_watch_on_a_server_that_accepts_and_never_answers_is_unreachable() {
+    let port = serve(Behaviour::Silent).await;
+    let cluster = cluster_at(&format!("http://127.0.0.1:{port}"), Duration::from_secs(1));
+    let opened = tokio::time::timeout(
+        NO_HANG,
+        cluster.objects(CONFIG_MAPS, "training").watch(&cx(), "", "1"),
+    )
+    .await
+    .expect("opening the watch does not hang");
+    let err = opened.err().expect("no watch on a silent server");
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+}
+
+/// Issue 15, item 1: a watch whose connection goes silent after it opened is given up
+/// past its timeout, resumed, and when every connection stays silent the stream ends
+/// with an error, not a clean close and not a hang.
+#[tokio::test]
+async fn a_watch_whose_connections_go_silent_ends_with_an_error() {
+    use futures::StreamExt;
+    let port = serve(Behaviour::StreamThenSilent).await;
+    let cluster = cluster_at(&format!("http://127.0.0.1:{port}"), Duration::from_secs(1))
+        .with_watch_timeout(Duration::from_secs(1));
+    let watch = cluster.objects(CONFIG_MAPS, "training").watch(&cx(), "", "1").await.unwrap();
+    let mut watch = Box::pin(watch);
+    let item = tokio::time::timeout(NO_HANG, watch.next())
+        .await
+        .expect("the watch does not hang")
+        .expect("an item, not a clean close");
+    let err = item.expect_err("silence is an error");
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+    assert!(err.message().contains("not even a bookmark"), "{}", err.message());
+    assert!(watch.next().await.is_none(), "the error is the last item");
 }
