@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use dispatch_core::{CallContext, Kind};
+use dispatch_kf_client::resources::POD;
 use dispatch_kf_client::{Cluster, ClusterConfig, RequestClass};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
@@ -345,14 +346,6 @@ async fn a_kubeconfig_that_cannot_load_is_invalid() {
 /// A guard, not a measure: a test that would hang fails instead.
 const NO_HANG: Duration = Duration::from_secs(60);
 
-const CONFIG_MAPS: dispatch_kf_client::Resource = dispatch_kf_client::Resource {
-    kind: "ConfigMap",
-    group: "",
-    version: "v1",
-    plural: "configmaps",
-    namespaced: true,
-};
-
 /// Issue 15, item 1: opening a watch on a server that accepts and never answers used to
 /// wait forever (the streaming client has no read timeout); it waits no longer than the
 /// request timeout, and is unreachable.
@@ -360,12 +353,10 @@ const CONFIG_MAPS: dispatch_kf_client::Resource = dispatch_kf_client::Resource {
 async fn a_watch_on_a_server_that_accepts_and_never_answers_is_unreachable() {
     let port = serve(Behaviour::Silent).await;
     let cluster = cluster_at(&format!("http://127.0.0.1:{port}"), Duration::from_secs(1));
-    let opened = tokio::time::timeout(
-        NO_HANG,
-        cluster.objects(CONFIG_MAPS, "training").watch(&cx(), "", "1"),
-    )
-    .await
-    .expect("opening the watch does not hang");
+    let opened =
+        tokio::time::timeout(NO_HANG, cluster.objects(POD, "training").watch(&cx(), "", "1"))
+            .await
+            .expect("opening the watch does not hang");
     let err = opened.err().expect("no watch on a silent server");
     assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
 }
@@ -379,7 +370,7 @@ async fn a_watch_whose_connections_go_silent_ends_with_an_error() {
     let port = serve(Behaviour::StreamThenSilent).await;
     let cluster = cluster_at(&format!("http://127.0.0.1:{port}"), Duration::from_secs(1))
         .with_watch_timeout(Duration::from_secs(1));
-    let watch = cluster.objects(CONFIG_MAPS, "training").watch(&cx(), "", "1").await.unwrap();
+    let watch = cluster.objects(POD, "training").watch(&cx(), "", "1").await.unwrap();
     let mut watch = Box::pin(watch);
     let item = tokio::time::timeout(NO_HANG, watch.next())
         .await

@@ -6,12 +6,24 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use dispatch_core::{Backend, CallContext, Capability, Kind, ObjectState};
+use dispatch_core::{Backend, CallContext, Capability, Error, Kind, ObjectState};
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_model::capabilities::Access;
 use dispatch_kf_model::names;
 use dispatch_kf_sim::{Fault, FaultAction};
 use serde_json::json;
+
+/// Start of submission 1 of job 1 with `fault` in place: its error.
+async fn start_refused(sim: &dispatch_kf_sim::Sim, b: &KubeflowBackend, fault: Fault) -> Error {
+    sim.add_fault(fault);
+    b.start(&cx(), &request(&job(1), 1)).await.unwrap_err()
+}
+
+/// Neither a TrainJob nor a runtime copy is in the namespace.
+fn assert_nothing_left(sim: &dispatch_kf_sim::Sim) {
+    assert!(names(sim, "trainjobs").is_empty(), "{:?}", names(sim, "trainjobs"));
+    assert!(names(sim, "trainingruntimes").is_empty(), "{:?}", names(sim, "trainingruntimes"));
+}
 
 #[tokio::test]
 async fn factory_on_a_complete_cluster_is_writable_and_its_probe_leaves_nothing() {
@@ -113,15 +125,10 @@ async fn an_unanswered_train_job_create_is_outcome_unknown_and_find_reports_in_f
 async fn a_train_job_create_refused_definitely_deletes_the_copy() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;
-    sim.add_fault(Fault::on(
-        "create",
-        "trainjobs",
-        Fault::status(422, "Invalid", "spec.trainer: Invalid value"),
-    ));
-    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    let refused = Fault::status(422, "Invalid", "spec.trainer: Invalid value");
+    let err = start_refused(&sim, &b, Fault::on("create", "trainjobs", refused)).await;
     assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
-    assert!(names(&sim, "trainjobs").is_empty());
-    assert!(names(&sim, "trainingruntimes").is_empty());
+    assert_nothing_left(&sim);
 }
 
 #[tokio::test]
@@ -224,16 +231,11 @@ async fn a_stop_answered_with_a_conflict_while_the_train_job_remains_is_outcome_
 async fn a_refused_copy_create_is_rejected_not_not_found() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;
-    sim.add_fault(Fault::on(
-        "create",
-        "trainingruntimes",
-        Fault::status(422, "Invalid", "spec.template: Invalid value"),
-    ));
-    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    let refused = Fault::status(422, "Invalid", "spec.template: Invalid value");
+    let err = start_refused(&sim, &b, Fault::on("create", "trainingruntimes", refused)).await;
     assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
     assert!(err.message().contains("Invalid value"), "{}", err.message());
-    assert!(names(&sim, "trainjobs").is_empty());
-    assert!(names(&sim, "trainingruntimes").is_empty());
+    assert_nothing_left(&sim);
 }
 
 /// Issue 15, item 3: a Start retried after an unanswered TrainJob create reuses the
@@ -267,15 +269,11 @@ async fn a_refused_train_job_create_deletes_only_the_copy_this_call_made() {
     let b = backend(&sim, settings(json!({}))).await;
     let name = names::make(&job(1), 1);
     // An earlier Start's copy create went unanswered but landed: this Start reuses it.
-    sim.add_fault(Fault::on("create", "trainingruntimes", FaultAction::ResetAfterApply));
-    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    let unanswered = Fault::on("create", "trainingruntimes", FaultAction::ResetAfterApply);
+    let err = start_refused(&sim, &b, unanswered).await;
     assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
-    sim.add_fault(Fault::on(
-        "create",
-        "trainjobs",
-        Fault::status(422, "Invalid", "spec.trainer: Invalid value"),
-    ));
-    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    let refused = Fault::status(422, "Invalid", "spec.trainer: Invalid value");
+    let err = start_refused(&sim, &b, Fault::on("create", "trainjobs", refused)).await;
     assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
     assert_eq!(
         names(&sim, "trainingruntimes"),
@@ -303,8 +301,7 @@ async fn a_probe_whose_train_job_create_went_unanswered_leaves_nothing_behind() 
         "{:?}",
         b.preflight().access
     );
-    assert!(names(&sim, "trainjobs").is_empty(), "{:?}", names(&sim, "trainjobs"));
-    assert!(names(&sim, "trainingruntimes").is_empty(), "{:?}", names(&sim, "trainingruntimes"));
+    assert_nothing_left(&sim);
 }
 
 /// Issue 15, item 8: the probe's clean-up used the caller's context, which had just
