@@ -381,3 +381,24 @@ async fn a_watch_whose_connections_go_silent_ends_with_an_error() {
     assert!(err.message().contains("not even a bookmark"), "{}", err.message());
     assert!(watch.next().await.is_none(), "the error is the last item");
 }
+
+/// Issue 15, item 1: a followed log whose connection goes silent used to wait forever.
+/// Past the watch timeout it checks on the pod; when those checks get no answer either,
+/// the stream ends with an error.
+#[tokio::test]
+async fn a_followed_log_whose_connection_goes_silent_ends_with_an_error() {
+    use futures::StreamExt;
+    let port = serve(Behaviour::StreamThenSilent).await;
+    let cluster = cluster_at(&format!("http://127.0.0.1:{port}"), Duration::from_secs(1))
+        .with_watch_timeout(Duration::from_secs(1));
+    let log = cluster.pod_log(&cx(), "training", "p", "node", true).await.unwrap();
+    let mut log = Box::pin(log);
+    let item = tokio::time::timeout(NO_HANG, log.next())
+        .await
+        .expect("the followed log does not hang")
+        .expect("an item, not a clean end");
+    let err = item.expect_err("a lost connection is an error");
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+    assert!(err.message().contains("checks on the pod got no answer"), "{}", err.message());
+    assert!(log.next().await.is_none(), "the error is the last item");
+}
