@@ -74,8 +74,10 @@ pub enum OutputStream {
 /// Bytes of a log, as they come.
 pub type LogStream = Pin<Box<dyn Stream<Item = Result<Vec<u8>>> + Send>>;
 
-/// Observations, as they change.
-pub type ObsStream = Pin<Box<dyn Stream<Item = ObjectObs> + Send>>;
+/// Observations, as they change. An `Err` item is the last: the watch failed (its
+/// apiserver stayed unreachable, a read failed), as distinct from the clean end the
+/// call's own end makes.
+pub type ObsStream = Pin<Box<dyn Stream<Item = Result<ObjectObs>> + Send>>;
 
 /// What a backend can do, start, report, stop and hold.
 #[async_trait::async_trait]
@@ -135,8 +137,8 @@ pub trait Backend: Send + Sync {
 #[async_trait::async_trait]
 pub trait Watcher: Send + Sync {
     /// Observations of the job's objects: all of them first, then each that changes.
-    /// The stream ends without an error when the backend stops watching; subscribe
-    /// again.
+    /// The stream ends without an error only when the call ends (or the caller drops
+    /// it); a watch that fails ends with an `Err` item saying why: subscribe again.
     async fn watch(&self, cx: &CallContext, job: &JobId) -> Result<ObsStream>;
 }
 

@@ -139,11 +139,13 @@ pub(crate) fn watch(args: WatchArgs) -> Result<()> {
         };
         let layout = table::Layout::stdout(args.output == Some(Format::Wide));
         let mut header = true;
-        // The stream runs until interrupted; each subscription is renewed when it ends.
+        // The stream runs until interrupted, or until the watch fails (its apiserver
+        // stays unreachable): then the command ends with that error.
         let forever = dispatch_core::CallContext::background();
         loop {
             let mut stream = backend.watch(&forever, &job).await?;
             while let Some(obs) = stream.next().await {
+                let obs = obs?;
                 let text = if json_lines {
                     let line =
                         serde_json::to_string(&obs).map_err(|e| Error::invalid(e.to_string()))?;

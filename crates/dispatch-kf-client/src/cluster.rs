@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 use dispatch_core::{CallContext, Error, Result};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use crate::error_map::{Outcome, RequestClass, before_sending, sentinel};
-use crate::transport::outcome_of;
+use crate::error_map::{
+    Case, DEADLINE_PASSED, Outcome, RequestClass, before_sending, case, sentinel,
+};
+use crate::transport::{outcome_of, token_failure};
 
 /// Where the cluster's configuration comes from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -29,6 +31,12 @@ pub struct ClusterConfig {
 pub struct Cluster {
     unary: kube::Client,
     streaming: kube::Client,
+    /// Whether every request is made by a hold-family call (see [`Cluster::hold_family`]).
+    hold_family: bool,
+    /// How long one unary request may wait for its answer.
+    request_timeout: Duration,
+    /// How long one watch connection is asked to stay open (`timeoutSeconds`).
+    watch_timeout: Duration,
 }
 
 impl Cluster {
@@ -55,20 +63,53 @@ impl Cluster {
         // source failing (Unauthorized), anything else a configuration that cannot load.
         let build = |c: kube::Config| {
             kube::Client::try_from(c).map_err(|e| match e {
+                // Never kube's text, nor the error as a source: both may hold credentials.
                 kube::Error::Auth(_) => {
-                    Error::unauthorized(format!("the token source failed: {e}")).with_source(e)
+                    Error::unauthorized(format!("the token source failed: {}", token_failure(&e)))
                 }
                 _ => Error::invalid(format!("cannot build a client from the configuration: {e}"))
                     .with_source(e),
             })
         };
-        Ok(Cluster { unary: build(unary)?, streaming: build(streaming)? })
+        Ok(Cluster {
+            unary: build(unary)?,
+            streaming: build(streaming)?,
+            hold_family: false,
+            request_timeout,
+            watch_timeout: crate::streams::WATCH_TIMEOUT,
+        })
     }
 
     /// The same apiserver, on the client without a read timeout: for watches and log
     /// follows, which may stay quiet for long.
     pub fn streaming(&self) -> Cluster {
-        Cluster { unary: self.streaming.clone(), streaming: self.streaming.clone() }
+        Cluster { unary: self.streaming.clone(), ..self.clone() }
+    }
+
+    /// How long one unary request may wait for its answer.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// How long one watch connection is asked to stay open (`timeoutSeconds`, at most
+    /// 290 s); it is given up when silent past this and the request timeout.
+    pub fn watch_timeout(&self) -> Duration {
+        self.watch_timeout
+    }
+
+    /// The same apiserver, asking watch connections to stay open `timeout` (whole
+    /// seconds, 1 to 290): tests use a short one.
+    pub fn with_watch_timeout(&self, timeout: Duration) -> Cluster {
+        let timeout = timeout.clamp(Duration::from_secs(1), crate::streams::WATCH_TIMEOUT);
+        Cluster { watch_timeout: timeout, ..self.clone() }
+    }
+
+    /// The same apiserver, for the requests of one Open, Hold or Release: its reads and
+    /// writes are classified as the hold family's ([`RequestClass::in_hold_family`]), so
+    /// a deadline that passes before the write goes out is `Rejected` with the fixed
+    /// message, whichever request of the call meets it.
+    pub fn hold_family(&self) -> Cluster {
+        Cluster { hold_family: true, ..self.clone() }
     }
 
     /// Runs one request of `class`, described by `what` (`get TrainJob ns/name`), and
@@ -84,7 +125,25 @@ impl Cluster {
         F: FnOnce(kube::Client) -> Fut,
         Fut: Future<Output = kube::Result<T>>,
     {
-        before_sending(class, cx, Instant::now()).map_err(|e| e.context(what))?;
+        self.call_case(cx, class, what, request).await.map_err(|f| f.error)
+    }
+
+    /// [`Cluster::call`], keeping which case of the table decided a failure, for the
+    /// typed outcomes of [`crate::Objects`].
+    pub(crate) async fn call_case<T, F, Fut>(
+        &self,
+        cx: &CallContext,
+        class: RequestClass,
+        what: &str,
+        request: F,
+    ) -> std::result::Result<T, Failed>
+    where
+        F: FnOnce(kube::Client) -> Fut,
+        Fut: Future<Output = kube::Result<T>>,
+    {
+        let class = if self.hold_family { class.in_hold_family() } else { class };
+        let other = |error: Error| Failed { case: Case::Other, error };
+        before_sending(class, cx, Instant::now()).map_err(|e| other(e.context(what)))?;
         let deadline = async {
             match cx.deadline {
                 Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
@@ -93,29 +152,51 @@ impl Cluster {
         };
         tokio::select! {
             result = request(self.unary.clone()) => result.map_err(|e| classify(class, what, e)),
-            () = cx.cancel.cancelled() => Err(interrupted(class, what, "the call was cancelled")),
-            () = deadline => Err(interrupted(class, what, "the call's deadline passed")),
+            () = cx.cancel.cancelled() => Err(other(interrupted(class, what, "the call was cancelled"))),
+            () = deadline => Err(other(deadline_in_flight(class, what))),
         }
     }
 }
 
+/// A failed request: its error, and the case of the row that classified it.
+pub(crate) struct Failed {
+    pub(crate) case: Case,
+    pub(crate) error: Error,
+}
+
 /// A failed request's error: the sentinel from the table, the message from the answer.
-pub(crate) fn classify(class: RequestClass, what: &str, err: kube::Error) -> Error {
+pub(crate) fn classify(class: RequestClass, what: &str, err: kube::Error) -> Failed {
     let outcome = outcome_of(&err);
     let (kind, _) = sentinel(class, &outcome);
+    let case = case(class, &outcome);
     let message = match (&outcome, &err) {
         (Outcome::Answered { code, reason }, kube::Error::Api(status)) => {
             let reason = if reason.is_empty() { String::new() } else { format!(" {reason}") };
             format!("{what}: {} ({code}{reason})", status.message.trim())
         }
-        (Outcome::TokenFailed, _) => format!("{what}: the token source failed: {err}"),
+        // Never kube's text, nor the error as a source: both may hold credentials.
+        (Outcome::TokenFailed, _) => {
+            let message = format!("{what}: the token source failed: {}", token_failure(&err));
+            return Failed { case, error: Error::new(kind, message) };
+        }
         (Outcome::NotSent, _) => format!("{what}: not sent: {err}"),
         _ if class.is_write() && kind == dispatch_core::Kind::OutcomeUnknown => {
             format!("{what}: no definite answer, it may have taken effect: {err}")
         }
         _ => format!("{what}: no definite answer: {err}"),
     };
-    Error::new(kind, message).with_source(err)
+    Failed { case, error: Error::new(kind, message).with_source(err) }
+}
+
+/// A request interrupted in flight by the call's deadline. A hold-family read wrote
+/// nothing and the call's write was never sent: `Rejected`, with the fixed message.
+fn deadline_in_flight(class: RequestClass, what: &str) -> Error {
+    if class == RequestClass::HoldRead {
+        return Error::rejected(format!(
+            "{what}: {DEADLINE_PASSED}: it passed while this read was in flight, so nothing was written"
+        ));
+    }
+    interrupted(class, what, "the call's deadline passed")
 }
 
 /// A request interrupted in flight: it may have been sent.

@@ -18,6 +18,10 @@ pub enum RequestClass {
     Write,
     /// A write made by Open, Hold or Release: these need a deadline.
     HoldWrite,
+    /// A read made by Open, Hold or Release: mapped as a read, except that its deadline
+    /// passing, before it is sent or while it is in flight, is `Rejected` (the call's
+    /// write was never sent).
+    HoldRead,
     /// A pods/log request, made directly rather than through the dynamic client.
     PodsLog,
     /// A group-version discovery request: 404 means "not served", not an error.
@@ -28,6 +32,20 @@ impl RequestClass {
     /// Whether a request of this class changes the cluster.
     pub fn is_write(self) -> bool {
         matches!(self, RequestClass::Write | RequestClass::HoldWrite)
+    }
+
+    /// This class, as a request of a hold-family call makes it.
+    pub fn in_hold_family(self) -> RequestClass {
+        match self {
+            RequestClass::Read => RequestClass::HoldRead,
+            RequestClass::Write => RequestClass::HoldWrite,
+            other => other,
+        }
+    }
+
+    /// Whether a request of this class belongs to Open, Hold or Release.
+    fn is_hold_family(self) -> bool {
+        matches!(self, RequestClass::HoldWrite | RequestClass::HoldRead)
     }
 
     /// Whether requests of this class are mapped plainly, by status code alone.
@@ -76,12 +94,30 @@ impl Outcome {
     }
 }
 
-/// One row of a mapping table: when it matches, and the sentinel it gives.
+/// Which row decided a failure, where the client acts on the row and not only on its
+/// sentinel: a create whose name exists, a precondition that failed, a list whose
+/// resource version expired. Every other row is `Other`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Case {
+    /// 409 AlreadyExists: a create of a name that exists. The only answer that means
+    /// "it exists".
+    AlreadyExists,
+    /// 409 Conflict: a write whose precondition (resource version, UID) failed.
+    Conflict,
+    /// 410 Gone, or the resource version expired.
+    Expired,
+    /// Any other row.
+    Other,
+}
+
+/// One row of a mapping table: when it matches, the sentinel it gives, and which case
+/// it is.
 struct Row {
     /// What the row says, in the page's words.
     when: &'static str,
     matches: fn(RequestClass, &Outcome) -> bool,
     sentinel: Kind,
+    case: Case,
 }
 
 /// "From the apiserver": every request through the dynamic client. First match wins.
@@ -90,56 +126,85 @@ const APISERVER: [Row; 9] = [
         when: "the token source failed or returned an empty token",
         matches: |_, o| *o == Outcome::TokenFailed,
         sentinel: Kind::Unauthorized,
+        case: Case::Other,
     },
-    Row { when: "404 Not Found", matches: |_, o| o.code() == Some(404), sentinel: Kind::NotFound },
+    Row {
+        when: "404 Not Found",
+        matches: |_, o| o.code() == Some(404),
+        sentinel: Kind::NotFound,
+        case: Case::Other,
+    },
     Row {
         when: "409 and AlreadyExists: a create of a name that exists",
         matches: |_, o| o.code() == Some(409) && o.reason_is("AlreadyExists"),
         sentinel: Kind::Rejected,
+        case: Case::AlreadyExists,
     },
     Row {
         when: "409 Conflict: a write whose precondition failed",
         matches: |_, o| o.code() == Some(409),
         sentinel: Kind::Rejected,
+        case: Case::Conflict,
     },
     Row {
         when: "401 Unauthorized, 403 Forbidden",
         matches: |_, o| matches!(o.code(), Some(401 | 403)),
         sentinel: Kind::Unauthorized,
+        case: Case::Other,
     },
     Row {
         when: "410 Gone, or the resource version expired",
         matches: |_, o| o.code() == Some(410) || o.reason_is("Expired") || o.reason_is("Gone"),
         sentinel: Kind::Unreachable,
+        case: Case::Expired,
     },
     Row {
         when: "422 Invalid, 400 Bad Request, 405, 413, 406, 415",
         matches: |_, o| matches!(o.code(), Some(422 | 400 | 405 | 413 | 406 | 415)),
         sentinel: Kind::Rejected,
+        case: Case::Other,
     },
     Row {
         when: "a write with no definite answer, that may have reached the apiserver",
         matches: |c, o| c.is_write() && !o.provably_not_sent() && !is_throttled(o),
         sentinel: Kind::OutcomeUnknown,
+        case: Case::Other,
     },
     Row {
         when: "a read with no definite answer, or a write that provably was not sent",
         matches: |_, _| true,
         sentinel: Kind::Unreachable,
+        case: Case::Other,
     },
 ];
 
 /// "Requests made directly": pods/log, and discovery (whose 404 the caller reads as
 /// "not served" before it gets here).
 const DIRECT: [Row; 4] = [
-    Row { when: "404", matches: |_, o| o.code() == Some(404), sentinel: Kind::NotFound },
+    Row {
+        when: "404",
+        matches: |_, o| o.code() == Some(404),
+        sentinel: Kind::NotFound,
+        case: Case::Other,
+    },
     Row {
         when: "401 and 403",
         matches: |_, o| matches!(o.code(), Some(401 | 403)) || *o == Outcome::TokenFailed,
         sentinel: Kind::Unauthorized,
+        case: Case::Other,
     },
-    Row { when: "400", matches: |_, o| o.code() == Some(400), sentinel: Kind::Rejected },
-    Row { when: "any other status", matches: |_, _| true, sentinel: Kind::Unreachable },
+    Row {
+        when: "400",
+        matches: |_, o| o.code() == Some(400),
+        sentinel: Kind::Rejected,
+        case: Case::Other,
+    },
+    Row {
+        when: "any other status",
+        matches: |_, _| true,
+        sentinel: Kind::Unreachable,
+        case: Case::Other,
+    },
 ];
 
 /// 429 Too Many Requests: the apiserver's flow control refused the request before
@@ -149,14 +214,24 @@ fn is_throttled(outcome: &Outcome) -> bool {
     outcome.code() == Some(429)
 }
 
-/// The sentinel for a request of `class` that ended in `outcome`, and the row's words.
-pub fn sentinel(class: RequestClass, outcome: &Outcome) -> (Kind, &'static str) {
-    let table: &[Row] = if class.is_direct() { &DIRECT } else { &APISERVER };
-    let row = table
+/// The first row of the table for `class` that `outcome` matches.
+fn row(class: RequestClass, outcome: &Outcome) -> &'static Row {
+    let table: &'static [Row] = if class.is_direct() { &DIRECT } else { &APISERVER };
+    table
         .iter()
         .find(|row| (row.matches)(class, outcome))
-        .expect("the last row of every table matches everything");
+        .expect("the last row of every table matches everything")
+}
+
+/// The sentinel for a request of `class` that ended in `outcome`, and the row's words.
+pub fn sentinel(class: RequestClass, outcome: &Outcome) -> (Kind, &'static str) {
+    let row = row(class, outcome);
     (row.sentinel, row.when)
+}
+
+/// Which case the row that decides `outcome` is.
+pub fn case(class: RequestClass, outcome: &Outcome) -> Case {
+    row(class, outcome).case
 }
 
 /// The message of a call whose deadline passed before its request went out.
@@ -165,7 +240,7 @@ pub const DEADLINE_PASSED: &str = "the call's deadline passed before the request
 /// The two cases decided before a request goes out, checked at `now` on the caller's
 /// monotonic clock.
 pub fn before_sending(class: RequestClass, cx: &CallContext, now: Instant) -> Result<(), Error> {
-    let hold = class == RequestClass::HoldWrite;
+    let hold = class.is_hold_family();
     if hold && cx.deadline.is_none() {
         return Err(Error::invalid("a hold-family call needs a deadline: none was given"));
     }
@@ -212,6 +287,19 @@ mod tests {
     fn already_exists_and_conflict_are_rejected() {
         assert_eq!(kind(Write, answered(409, "AlreadyExists")), Kind::Rejected);
         assert_eq!(kind(HoldWrite, answered(409, "Conflict")), Kind::Rejected);
+    }
+
+    #[test]
+    fn only_already_exists_is_the_exists_case() {
+        assert_eq!(case(Write, &answered(409, "AlreadyExists")), Case::AlreadyExists);
+        assert_eq!(case(Write, &answered(409, "Conflict")), Case::Conflict);
+        assert_eq!(case(Write, &answered(409, "")), Case::Conflict);
+        for other in [answered(422, "Invalid"), answered(400, "BadRequest"), answered(404, "")] {
+            assert_eq!(case(Write, &other), Case::Other, "{other:?}");
+        }
+        assert_eq!(case(Read, &answered(410, "Gone")), Case::Expired);
+        assert_eq!(case(Read, &answered(500, "Expired")), Case::Expired);
+        assert_eq!(case(PodsLog, &answered(409, "AlreadyExists")), Case::Other);
     }
 
     #[test]
@@ -290,6 +378,21 @@ mod tests {
         let now = Instant::now();
         let err = before_sending(HoldWrite, &CallContext::with_deadline(now), now).unwrap_err();
         assert_eq!((err.kind(), err.message()), (Kind::Rejected, DEADLINE_PASSED));
+    }
+
+    /// Issue 15, item 6: a hold-family call meets its deadline at a read as readily as
+    /// at its write.
+    #[test]
+    fn a_hold_family_read_whose_deadline_passed_is_rejected() {
+        let now = Instant::now();
+        let err = before_sending(HoldRead, &CallContext::with_deadline(now), now).unwrap_err();
+        assert_eq!((err.kind(), err.message()), (Kind::Rejected, DEADLINE_PASSED));
+        let err = before_sending(HoldRead, &CallContext::background(), now).unwrap_err();
+        assert!(err.is(Kind::Invalid));
+        assert_eq!(kind(HoldRead, Outcome::SentNoAnswer), Kind::Unreachable);
+        assert_eq!(kind(HoldRead, answered(404, "")), Kind::NotFound);
+        assert_eq!(Read.in_hold_family(), HoldRead);
+        assert_eq!(Write.in_hold_family(), HoldWrite);
     }
 
     #[test]

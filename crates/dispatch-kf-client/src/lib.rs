@@ -15,10 +15,10 @@ mod streams;
 mod transport;
 
 pub use cluster::{Cluster, ClusterConfig};
-pub use error_map::{Outcome, RequestClass};
-pub use objects::{CONFLICT_TRIES, Edit, LIST_RESTARTS, Objects, is_conflict};
+pub use error_map::{Case, Outcome, RequestClass};
+pub use objects::{CONFLICT_TRIES, Created, Deleted, Edit, LIST_RESTARTS, Objects};
 pub use probe::Permission;
 pub use resources::Resource;
 pub use snapshot::{JobQuery, view};
-pub use streams::Change;
-pub use transport::outcome_of;
+pub use streams::{Change, DEAD_WATCHES, WATCH_TIMEOUT};
+pub use transport::{outcome_of, redacted};

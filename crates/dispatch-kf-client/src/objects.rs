@@ -9,8 +9,8 @@ use kube::api::{
     PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
 
-use crate::cluster::Cluster;
-use crate::error_map::RequestClass;
+use crate::cluster::{Cluster, Failed};
+use crate::error_map::{Case, RequestClass};
 use crate::resources::Resource;
 
 /// How many times a list restarts after its resource version expired.
@@ -27,11 +27,35 @@ pub enum Edit {
     Unchanged,
 }
 
+/// What a create answered: the only failure that means "it exists" is 409
+/// AlreadyExists, decided by the error table's [`Case::AlreadyExists`] row.
+#[derive(Clone, Debug)]
+#[must_use]
+pub enum Created {
+    /// This create made the object: as the apiserver returned it.
+    Made(DynamicObject),
+    /// An object of the name already existed: as it was read just after.
+    Exists(DynamicObject),
+}
+
+/// What a delete answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
+pub enum Deleted {
+    /// The object is deleted (in the background: its dependents follow).
+    Deleted,
+    /// There was no object of the name (404).
+    Gone,
+    /// The UID precondition failed (409 Conflict): the name is held by another object,
+    /// or the object changed; nothing was deleted.
+    PreconditionFailed,
+}
+
 /// Requests on one kind, in one namespace (or cluster-wide for cluster-scoped kinds).
 pub struct Objects<'a> {
     cluster: &'a Cluster,
-    resource: Resource,
-    namespace: Option<String>,
+    pub(crate) resource: Resource,
+    pub(crate) namespace: Option<String>,
 }
 
 impl Cluster {
@@ -135,24 +159,59 @@ impl Objects<'_> {
         loop {
             let result = self
                 .cluster
-                .call(cx, RequestClass::Read, &what, |c| list(self.api(c), params.clone()))
+                .call_case(cx, RequestClass::Read, &what, |c| list(self.api(c), params.clone()))
                 .await;
             match result {
-                Err(e) if answered(&e, 410) && restarts < LIST_RESTARTS => restarts += 1,
-                Err(e) if answered(&e, 410) => {
-                    return Err(e.context(format!("restarted {LIST_RESTARTS} times")));
+                Ok(list) => return Ok(list),
+                Err(Failed { case: Case::Expired, .. }) if restarts < LIST_RESTARTS => {
+                    restarts += 1
                 }
-                other => return other,
+                Err(Failed { case: Case::Expired, error }) => {
+                    return Err(error.context(format!("restarted {LIST_RESTARTS} times")));
+                }
+                Err(Failed { error, .. }) => return Err(error),
             }
         }
     }
 
     /// Creates `object`; a name that exists is `Rejected`.
     pub async fn create(&self, cx: &CallContext, object: &DynamicObject) -> Result<DynamicObject> {
+        self.create_case(cx, object).await.map_err(|f| f.error)
+    }
+
+    /// Creates `object`, or reads the object of its name when the apiserver answers
+    /// AlreadyExists: [`Created::Exists`]. Every other failure, a 422 or a 400 among
+    /// them, is an error with its sentinel. An object that existed at the create but
+    /// is gone when read was deleted meanwhile: the create was refused, `Rejected`.
+    pub async fn create_or_read(
+        &self,
+        cx: &CallContext,
+        object: &DynamicObject,
+    ) -> Result<Created> {
+        let name = object.metadata.name.clone().unwrap_or_default();
+        match self.create_case(cx, object).await {
+            Ok(made) => Ok(Created::Made(made)),
+            Err(Failed { case: Case::AlreadyExists, error }) => match self.get_opt(cx, &name).await? {
+                Some(existing) => Ok(Created::Exists(existing)),
+                None => Err(Error::rejected(format!(
+                    "{}: the name existed, and its object was gone when read: it was deleted meanwhile",
+                    self.what("create", &name)
+                ))
+                .with_source(error)),
+            },
+            Err(Failed { error, .. }) => Err(error),
+        }
+    }
+
+    async fn create_case(
+        &self,
+        cx: &CallContext,
+        object: &DynamicObject,
+    ) -> std::result::Result<DynamicObject, Failed> {
         let name = object.metadata.name.clone().unwrap_or_default();
         let what = self.what("create", &name);
         self.cluster
-            .call(cx, RequestClass::Write, &what, |c| async move {
+            .call_case(cx, RequestClass::Write, &what, |c| async move {
                 self.api(c).create(&PostParams::default(), object).await
             })
             .await
@@ -166,10 +225,19 @@ impl Objects<'_> {
         class: RequestClass,
         object: &DynamicObject,
     ) -> Result<DynamicObject> {
+        self.replace_case(cx, class, object).await.map_err(|f| f.error)
+    }
+
+    async fn replace_case(
+        &self,
+        cx: &CallContext,
+        class: RequestClass,
+        object: &DynamicObject,
+    ) -> std::result::Result<DynamicObject, Failed> {
         let name = object.metadata.name.clone().unwrap_or_default();
         let what = self.what("update", &name);
         self.cluster
-            .call(cx, class, &what, |c| async move {
+            .call_case(cx, class, &what, |c| async move {
                 self.api(c).replace(&name, &PostParams::default(), object).await
             })
             .await
@@ -222,8 +290,8 @@ impl Objects<'_> {
 
     /// Deletes `name` in the background (the garbage collector removes its dependents
     /// afterwards), only if its UID is still `uid` when one is given. A missing object
-    /// is `NotFound`; a UID that no longer matches is a conflict (`Rejected`).
-    pub async fn delete(&self, cx: &CallContext, name: &str, uid: Option<&str>) -> Result<()> {
+    /// is [`Deleted::Gone`]; a UID that no longer matches, [`Deleted::PreconditionFailed`].
+    pub async fn delete(&self, cx: &CallContext, name: &str, uid: Option<&str>) -> Result<Deleted> {
         let what = self.what("delete", name);
         let params = DeleteParams {
             propagation_policy: Some(PropagationPolicy::Background),
@@ -231,11 +299,18 @@ impl Objects<'_> {
                 .map(|uid| Preconditions { uid: Some(uid.to_owned()), resource_version: None }),
             ..DeleteParams::default()
         };
-        self.cluster
-            .call(cx, RequestClass::Write, &what, |c| async move {
+        let result = self
+            .cluster
+            .call_case(cx, RequestClass::Write, &what, |c| async move {
                 self.api(c).delete(name, &params).await.map(drop)
             })
-            .await
+            .await;
+        match result {
+            Ok(()) => Ok(Deleted::Deleted),
+            Err(Failed { case: Case::Conflict, .. }) => Ok(Deleted::PreconditionFailed),
+            Err(Failed { error, .. }) if error.is(Kind::NotFound) => Ok(Deleted::Gone),
+            Err(Failed { error, .. }) => Err(error),
+        }
     }
 
     /// Reads `name`, lets `edit` change it, and writes it back with the resource
@@ -249,17 +324,39 @@ impl Objects<'_> {
         name: &str,
         mut edit: impl FnMut(&mut DynamicObject) -> Result<Edit>,
     ) -> Result<DynamicObject> {
+        let learn = || std::future::ready(Ok(()));
+        self.read_learn_modify_write(cx, class, name, learn, |object, ()| edit(object)).await
+    }
+
+    /// [`Objects::read_modify_write`], where each try, after reading `name`, also runs
+    /// `learn` (reads of other objects the decision rests on) and gives what it learned
+    /// to `edit`. So every try decides from what it just read, none of it older than
+    /// the resource version the write is conditioned on.
+    pub async fn read_learn_modify_write<S, L, Fut>(
+        &self,
+        cx: &CallContext,
+        class: RequestClass,
+        name: &str,
+        mut learn: L,
+        mut edit: impl FnMut(&mut DynamicObject, S) -> Result<Edit>,
+    ) -> Result<DynamicObject>
+    where
+        L: FnMut() -> Fut,
+        Fut: Future<Output = Result<S>>,
+    {
         for attempt in 0..CONFLICT_TRIES {
             if attempt > 0 {
                 tokio::time::sleep(conflict_backoff(attempt)).await;
             }
             let mut object = self.get(cx, name).await?;
-            if edit(&mut object)? == Edit::Unchanged {
+            let learned = learn().await?;
+            if edit(&mut object, learned)? == Edit::Unchanged {
                 return Ok(object);
             }
-            match self.replace(cx, class, &object).await {
-                Err(e) if is_conflict(&e) => continue,
-                other => return other,
+            match self.replace_case(cx, class, &object).await {
+                Ok(written) => return Ok(written),
+                Err(Failed { case: Case::Conflict, .. }) => continue,
+                Err(Failed { error, .. }) => return Err(error),
             }
         }
         Err(Error::rejected(format!(
@@ -277,25 +374,6 @@ impl Objects<'_> {
 /// refused before it is sent (`Cluster::call`).
 fn conflict_backoff(attempt: usize) -> std::time::Duration {
     std::time::Duration::from_millis(10 << attempt.saturating_sub(1).min(6))
-}
-
-/// Whether `err` is the apiserver's answer with status `code`.
-fn answered(err: &Error, code: u16) -> bool {
-    api_status(err).is_some_and(|s| s.code == code || (code == 410 && s.reason == "Expired"))
-}
-
-/// Whether `err` is a 409 Conflict (a failed precondition), not AlreadyExists.
-pub fn is_conflict(err: &Error) -> bool {
-    api_status(err).is_some_and(|s| s.code == 409 && s.reason != "AlreadyExists")
-}
-
-/// The apiserver's `Status` beneath `err`, when it answered.
-fn api_status(err: &Error) -> Option<&kube::core::Status> {
-    let source = std::error::Error::source(err)?;
-    match source.downcast_ref::<kube::Error>()? {
-        kube::Error::Api(status) => Some(status),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

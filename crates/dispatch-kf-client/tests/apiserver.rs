@@ -6,8 +6,8 @@ use std::time::Duration;
 use dispatch_core::{CallContext, Kind};
 use dispatch_kf_client::resources::{CLUSTER_TRAINING_RUNTIME, NODE, POD, TRAIN_JOB};
 use dispatch_kf_client::{
-    CONFLICT_TRIES, Change, Cluster, ClusterConfig, Edit, LIST_RESTARTS, Permission, RequestClass,
-    Resource, is_conflict,
+    CONFLICT_TRIES, Change, Cluster, ClusterConfig, Created, Deleted, Edit, LIST_RESTARTS,
+    Permission, RequestClass, Resource,
 };
 use dispatch_kf_sim::{Fault, FaultAction, Identity, Rule, Sim, SimOptions};
 use futures::StreamExt;
@@ -77,8 +77,28 @@ async fn a_create_of_a_name_that_exists_is_rejected() {
     cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
     let err = cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap_err();
     assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
-    assert!(!is_conflict(&err), "AlreadyExists is not a conflict");
     assert!(err.message().contains("AlreadyExists"), "{}", err.message());
+}
+
+/// Issue 15, item 2: only AlreadyExists means "it exists"; a create refused otherwise
+/// is an error with its own sentinel, never a read of an object that is not there.
+#[tokio::test]
+async fn only_already_exists_answers_exists_and_a_refused_create_stays_refused() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let cms = c.objects(CONFIG_MAP, NS);
+    let Created::Made(made) = cms.create_or_read(&cx(), &object(CONFIG_MAP, "a")).await.unwrap()
+    else {
+        panic!("the first create makes the object")
+    };
+    match cms.create_or_read(&cx(), &object(CONFIG_MAP, "a")).await.unwrap() {
+        Created::Exists(existing) => assert_eq!(existing.metadata.uid, made.metadata.uid),
+        Created::Made(_) => panic!("a second create of the name cannot make it"),
+    }
+    sim.add_fault(Fault::on("create", "configmaps", Fault::status(422, "Invalid", "data: bad")));
+    let err = cms.create_or_read(&cx(), &object(CONFIG_MAP, "b")).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(err.message().contains("422"), "{}", err.message());
 }
 
 #[tokio::test]
@@ -92,9 +112,15 @@ async fn a_write_whose_precondition_failed_is_a_rejected_conflict() {
     cms.replace(&cx(), RequestClass::Write, &fresh).await.unwrap();
     let err = cms.replace(&cx(), RequestClass::Write, &stale).await.unwrap_err();
     assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
-    assert!(is_conflict(&err));
-    let err = cms.delete(&cx(), "a", Some("not-the-uid")).await.unwrap_err();
-    assert!(err.is(Kind::Rejected) && is_conflict(&err), "{err:?}");
+    assert!(err.message().contains("409"), "{}", err.message());
+    let answer = cms.delete(&cx(), "a", Some("not-the-uid")).await.unwrap();
+    assert_eq!(answer, Deleted::PreconditionFailed);
+    assert!(cms.get_opt(&cx(), "a").await.unwrap().is_some(), "nothing was deleted");
+    assert_eq!(
+        cms.delete(&cx(), "a", stale.metadata.uid.as_deref()).await.unwrap(),
+        Deleted::Deleted
+    );
+    assert_eq!(cms.delete(&cx(), "a", None).await.unwrap(), Deleted::Gone);
 }
 
 #[tokio::test]
@@ -249,33 +275,53 @@ async fn access_reviews_answer_from_the_identity_rules() {
     assert!(cluster(&sim).await.may(&cx(), NS, &create_jobs).await.unwrap());
 }
 
-#[tokio::test]
-async fn a_watch_yields_changes_and_ends_cleanly_when_it_expires() {
-    let sim = sim().await;
-    let c = cluster(&sim).await;
-    let cms = c.objects(CONFIG_MAP, NS);
-    let rv = cms.list(&cx(), "").await.unwrap().metadata.resource_version.unwrap();
-    let watch = cms.watch(&cx(), "", &rv).await.unwrap();
-    cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
-    cms.delete(&cx(), "a", None).await.unwrap();
-    let changes: Vec<Change> = watch.take(2).collect().await;
-    assert!(matches!(&changes[0], Change::Applied(o) if o.metadata.name.as_deref() == Some("a")));
-    assert!(matches!(&changes[1], Change::Deleted(o) if o.metadata.name.as_deref() == Some("a")));
-
-    sim.add_fault(Fault::on("watch", "configmaps", FaultAction::ExpireWatch));
-    let ended: Vec<Change> = cms.watch(&cx(), "", &rv).await.unwrap().collect().await;
-    assert!(ended.is_empty(), "a 410 ends the stream without an error");
+fn applied(change: Option<dispatch_core::Result<Change>>) -> String {
+    match change {
+        Some(Ok(Change::Applied(o))) => o.metadata.name.unwrap_or_default(),
+        other => panic!("{other:?}"),
+    }
 }
 
+/// Issue 15, item 1: a 410 resumes the watch from the current resource version, saying
+/// so ([`Change::Resumed`]), instead of ending it.
 #[tokio::test]
-async fn a_watch_closed_by_the_server_ends_cleanly() {
+async fn a_watch_yields_changes_and_resumes_when_its_version_expires() {
     let sim = sim().await;
     let c = cluster(&sim).await;
     let cms = c.objects(CONFIG_MAP, NS);
     let rv = cms.list(&cx(), "").await.unwrap().metadata.resource_version.unwrap();
-    let watch = cms.watch(&cx(), "", &rv).await.unwrap();
+    let mut watch = Box::pin(cms.watch(&cx(), "", &rv).await.unwrap());
+    cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
+    assert_eq!(cms.delete(&cx(), "a", None).await.unwrap(), Deleted::Deleted);
+    assert_eq!(applied(watch.next().await), "a");
+    assert!(
+        matches!(watch.next().await, Some(Ok(Change::Deleted(o))) if o.metadata.name.as_deref() == Some("a"))
+    );
+
+    sim.add_fault(Fault::on("watch", "configmaps", FaultAction::ExpireWatch));
+    let mut watch = Box::pin(cms.watch(&cx(), "", &rv).await.unwrap());
+    assert!(matches!(watch.next().await, Some(Ok(Change::Resumed))), "a 410 resumes");
+    cms.create(&cx(), &object(CONFIG_MAP, "b")).await.unwrap();
+    assert_eq!(applied(watch.next().await), "b");
+}
+
+/// Issue 15, item 1: a connection the server closes is resumed from the last resource
+/// version seen; the stream ends cleanly only when the call ends.
+#[tokio::test]
+async fn a_watch_closed_by_the_server_resumes_from_its_last_version() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let cms = c.objects(CONFIG_MAP, NS);
+    let rv = cms.list(&cx(), "").await.unwrap().metadata.resource_version.unwrap();
+    let call = cx();
+    let mut watch = Box::pin(cms.watch(&call, "", &rv).await.unwrap());
+    cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
+    assert_eq!(applied(watch.next().await), "a");
     sim.close_watches();
-    assert_eq!(watch.count().await, 0);
+    cms.create(&cx(), &object(CONFIG_MAP, "b")).await.unwrap();
+    assert_eq!(applied(watch.next().await), "b", "nothing is seen twice, nothing is missed");
+    call.cancel.cancel();
+    assert!(watch.next().await.is_none(), "the call's end is a clean end");
 }
 
 #[tokio::test]

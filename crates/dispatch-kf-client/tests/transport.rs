@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use dispatch_core::{CallContext, Kind};
+use dispatch_kf_client::resources::POD;
 use dispatch_kf_client::{Cluster, ClusterConfig, RequestClass};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
@@ -22,6 +23,9 @@ enum Behaviour {
     Silent,
     /// Answers with this status and a plain-text body, as an unserved path does.
     PlainText(u16),
+    /// Answers 200 with a streamed body, as a watch does, then never sends a byte: a
+    /// half-open connection a load balancer forgot.
+    StreamThenSilent,
 }
 
 async fn serve(behaviour: Behaviour) -> u16 {
@@ -57,6 +61,11 @@ async fn handle(mut stream: TcpStream, behaviour: Behaviour) {
         }
         Behaviour::Silent => {
             let _ = stream.read(&mut buf).await;
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+        Behaviour::StreamThenSilent => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+            let _ = stream.write_all(head.as_bytes()).await;
             tokio::time::sleep(Duration::from_secs(3600)).await;
         }
         Behaviour::PlainText(code) => {
@@ -233,7 +242,7 @@ fn exec_failing_once_down(dir: &std::path::Path) -> String {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nif [ -e '{down}' ]; then echo 'token source is down' >&2; exit 1; fi\n\
+            "#!/bin/sh\nif [ -e '{down}' ]; then echo 'FAKE-TOKEN-stdout'; echo 'token source is down FAKE-TOKEN-stderr' >&2; exit 1; fi\n\
              echo '{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\
              \"status\":{{\"token\":\"t\",\"expirationTimestamp\":\"2000-01-01T00:00:00Z\"}}}}'\n",
             down = down.display()
@@ -242,9 +251,49 @@ fn exec_failing_once_down(dir: &std::path::Path) -> String {
     .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     format!(
-        "{{exec: {{apiVersion: client.authentication.k8s.io/v1, command: '{}', interactiveMode: Never}}}}",
+        "{{exec: {{apiVersion: client.authentication.k8s.io/v1, command: '{}', args: ['--password=ARG-SECRET'], interactiveMode: Never}}}}",
         script.display()
     )
+}
+
+/// Issue 15, item 9: nothing an exec plugin was given or printed reaches an error, in
+/// its message, its Debug form or its sources.
+fn assert_no_credentials(err: &dispatch_core::Error) {
+    let mut texts = vec![err.to_string(), format!("{err:?}")];
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        texts.push(cause.to_string());
+        texts.push(format!("{cause:?}"));
+        source = cause.source();
+    }
+    for text in texts {
+        for secret in ["FAKE-TOKEN", "ARG-SECRET"] {
+            assert!(!text.contains(secret), "{secret} leaked: {text}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_exec_plugin_that_fails_leaks_neither_its_command_line_nor_its_output() {
+    let err = cluster_with_user(|_| {
+        "{exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: ['-c', 'echo FAKE-TOKEN-1; echo FAKE-TOKEN-2 >&2; exit 3', '--password=ARG-SECRET'], interactiveMode: Never}}".to_owned()
+    })
+    .await
+    .err()
+    .expect("the exec plugin fails");
+    assert_eq!(err.kind(), Kind::Unauthorized, "{err:?}");
+    assert!(err.message().contains("exec credential plugin exited"), "{}", err.message());
+    assert_no_credentials(&err);
+
+    // Output that is not an ExecCredential, holding a token.
+    let err = cluster_with_user(|_| {
+        "{exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: ['-c', 'echo \"token: FAKE-TOKEN-3\"'], interactiveMode: Never}}".to_owned()
+    })
+    .await
+    .err()
+    .expect("the exec plugin answers nonsense");
+    assert_eq!(err.kind(), Kind::Unauthorized, "{err:?}");
+    assert_no_credentials(&err);
 }
 
 #[tokio::test]
@@ -271,6 +320,7 @@ async fn a_token_source_failing_at_a_request_is_unauthorized_and_nothing_is_sent
     let err = create(&cluster, &cx()).await;
     assert_eq!(err.kind(), Kind::Unauthorized, "{err:?}");
     assert!(err.message().contains("token source failed"), "{}", err.message());
+    assert_no_credentials(&err);
 }
 
 #[tokio::test]
@@ -291,4 +341,64 @@ async fn a_kubeconfig_that_cannot_load_is_invalid() {
     let err = Cluster::connect(&config).await.err().expect("a missing file cannot load");
     assert_eq!(err.kind(), Kind::Invalid);
     assert!(err.message().contains("/nonexistent/dispatch-kf/kubeconfig"), "{}", err.message());
+}
+
+/// A guard, not a measure: a test that would hang fails instead.
+const NO_HANG: Duration = Duration::from_secs(60);
+
+/// Issue 15, item 1: opening a watch on a server that accepts and never answers used to
+/// wait forever (the streaming client has no read timeout); it waits no longer than the
+/// request timeout, and is unreachable.
+#[tokio::test]
+async fn a_watch_on_a_server_that_accepts_and_never_answers_is_unreachable() {
+    let port = serve(Behaviour::Silent).await;
+    let cluster = cluster_at(&format!("http://127.0.0.1:{port}"), Duration::from_secs(1));
+    let opened =
+        tokio::time::timeout(NO_HANG, cluster.objects(POD, "training").watch(&cx(), "", "1"))
+            .await
+            .expect("opening the watch does not hang");
+    let err = opened.err().expect("no watch on a silent server");
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+}
+
+/// Issue 15, item 1: a watch whose connection goes silent after it opened is given up
+/// past its timeout, resumed, and when every connection stays silent the stream ends
+/// with an error, not a clean close and not a hang.
+#[tokio::test]
+async fn a_watch_whose_connections_go_silent_ends_with_an_error() {
+    use futures::StreamExt;
+    let port = serve(Behaviour::StreamThenSilent).await;
+    let cluster = cluster_at(&format!("http://127.0.0.1:{port}"), Duration::from_secs(1))
+        .with_watch_timeout(Duration::from_secs(1));
+    let watch = cluster.objects(POD, "training").watch(&cx(), "", "1").await.unwrap();
+    let mut watch = Box::pin(watch);
+    let item = tokio::time::timeout(NO_HANG, watch.next())
+        .await
+        .expect("the watch does not hang")
+        .expect("an item, not a clean close");
+    let err = item.expect_err("silence is an error");
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+    assert!(err.message().contains("not even a bookmark"), "{}", err.message());
+    assert!(watch.next().await.is_none(), "the error is the last item");
+}
+
+/// Issue 15, item 1: a followed log whose connection goes silent used to wait forever.
+/// Past the watch timeout it checks on the pod; when those checks get no answer either,
+/// the stream ends with an error.
+#[tokio::test]
+async fn a_followed_log_whose_connection_goes_silent_ends_with_an_error() {
+    use futures::StreamExt;
+    let port = serve(Behaviour::StreamThenSilent).await;
+    let cluster = cluster_at(&format!("http://127.0.0.1:{port}"), Duration::from_secs(1))
+        .with_watch_timeout(Duration::from_secs(1));
+    let log = cluster.pod_log(&cx(), "training", "p", "node", true).await.unwrap();
+    let mut log = Box::pin(log);
+    let item = tokio::time::timeout(NO_HANG, log.next())
+        .await
+        .expect("the followed log does not hang")
+        .expect("an item, not a clean end");
+    let err = item.expect_err("a lost connection is an error");
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+    assert!(err.message().contains("checks on the pod got no answer"), "{}", err.message());
+    assert!(log.next().await.is_none(), "the error is the last item");
 }

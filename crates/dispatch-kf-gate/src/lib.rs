@@ -40,8 +40,9 @@ pub fn system_clock() -> Clock {
 /// Why the gate failed.
 #[derive(Debug, thiserror::Error)]
 pub enum GateError {
-    /// The apiserver refused or could not be reached.
-    #[error(transparent)]
+    /// The apiserver refused or could not be reached. Shown redacted: a failed exec
+    /// credential plugin's command line and output never reach a message or a log.
+    #[error("{}", dispatch_kf_client::redacted(.0))]
     Kube(#[from] kube::Error),
     /// An object could not be read as JSON.
     #[error("malformed object: {0}")]

@@ -51,7 +51,7 @@ async fn client(args: &Args) -> Result<kube::Client, String> {
         }
         None => kube::Config::infer().await.map_err(|e| e.to_string())?,
     };
-    kube::Client::try_from(config).map_err(|e| e.to_string())
+    kube::Client::try_from(config).map_err(|e| dispatch_kf_client::redacted(&e))
 }
 
 fn identity(args: &Args) -> String {

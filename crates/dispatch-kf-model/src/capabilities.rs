@@ -34,6 +34,10 @@ pub struct Facts {
     /// missing write permission, a probe runtime that breaks a rule). Ignored when
     /// read-only.
     pub probe_started: Result<(), String>,
+    /// The writes the adapter makes that its identity may not (`create trainjobs`,
+    /// `patch trainingruntimes`, ...): any one makes it observe-only, naming each.
+    /// Ignored when read-only.
+    pub missing_writes: Vec<String>,
 }
 
 /// Whether the Backend may write.
@@ -106,7 +110,7 @@ fn hold(facts: &Facts) -> Support {
         return support(Answer::Unknown, Source::Declared, "not probed: the backend is read-only");
     }
     if facts.mode == Mode::Kueue && !facts.may_update_workloads {
-        return support(Answer::No, Source::Probed, "the adapter may not update Workloads");
+        return support(Answer::No, Source::Probed, NO_WORKLOAD_UPDATES);
     }
     match &facts.hold_round_trip {
         Ok(()) => {
@@ -120,16 +124,31 @@ fn hold(facts: &Facts) -> Support {
     }
 }
 
+/// Kueue mode's readmission gate: proven from the cluster's objects, and from the
+/// permission to update Workloads, without which Hold and Release, the only way to
+/// readmit a TrainJob after a preemption, cannot work (`spec/gates.md`, "What proves
+/// the readmission gate").
 fn readmission_gate(facts: &Facts) -> Support {
-    match &facts.readmission_gate {
-        Ok(()) => support(
+    let mut missing = Vec::new();
+    if let Err(why) = &facts.readmission_gate {
+        missing.push(why.clone());
+    }
+    if !facts.may_update_workloads {
+        missing.push(NO_WORKLOAD_UPDATES.to_owned());
+    }
+    if missing.is_empty() {
+        support(
             Answer::Yes,
             Source::Probed,
-            "proven from the ClusterQueue, the AdmissionCheck and the Lease",
-        ),
-        Err(why) => Support::new(Answer::No, Source::Probed, format!("not proven: {why}")),
+            "proven from the ClusterQueue, the AdmissionCheck, the Lease and permission to update Workloads",
+        )
+    } else {
+        Support::new(Answer::No, Source::Probed, format!("not proven: {}", missing.join("; ")))
     }
 }
+
+/// Why Kueue-mode holds, and so the readmission gate, fail without `update workloads`.
+const NO_WORKLOAD_UPDATES: &str = "the adapter may not update Workloads (update workloads.kueue.x-k8s.io), which Hold and Release need";
 
 fn procs_per_node(runtime: Option<&SourceRuntime>) -> Support {
     let Some(runtime) = runtime else {
@@ -158,6 +177,14 @@ fn procs_per_node(runtime: Option<&SourceRuntime>) -> Support {
 pub fn access(facts: &Facts) -> Access {
     if facts.read_only {
         return Access::ReadOnly;
+    }
+    if !facts.missing_writes.is_empty() {
+        return Access::ObserveOnly {
+            missing: format!(
+                "the adapter may not {}: grant them to write (docs/rbac.md)",
+                facts.missing_writes.join(", ")
+            ),
+        };
     }
     let gates: &[Capability] = match facts.mode {
         Mode::Plain => &[Capability::AttemptInjection],
@@ -202,6 +229,7 @@ mod tests {
             readmission_gate: Err("not in Kueue mode".into()),
             may_read_logs: true,
             probe_started: Ok(()),
+            missing_writes: Vec::new(),
         }
     }
 
@@ -256,6 +284,22 @@ mod tests {
         );
     }
 
+    /// Issue 15, item 10: a write the adapter makes but may not is named, every one.
+    #[test]
+    fn a_missing_write_permission_makes_the_backend_observe_only_naming_each() {
+        let facts = Facts {
+            missing_writes: vec!["create trainjobs".into(), "update trainjobs".into()],
+            ..plain()
+        };
+        match access(&facts) {
+            Access::ObserveOnly { missing } => {
+                assert!(missing.contains("create trainjobs, update trainjobs"), "{missing}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(access(&Facts { read_only: true, ..facts }), Access::ReadOnly);
+    }
+
     #[test]
     fn read_only_probes_nothing_and_holds_are_unknown() {
         let facts = Facts { read_only: true, hold_round_trip: Err("not run".into()), ..plain() };
@@ -268,6 +312,25 @@ mod tests {
     fn kueue_holds_need_permission_to_update_workloads() {
         let facts = Facts { may_update_workloads: false, ..kueue() };
         assert_eq!(answer(Capability::Hold, &facts, None).answer, Answer::No);
+    }
+
+    /// Issue 15, item 5: the permission counts in the gate's proof, so without it the
+    /// Backend observes only, naming it.
+    #[test]
+    fn kueue_mode_without_permission_to_update_workloads_is_observe_only_naming_it() {
+        let facts = Facts { may_update_workloads: false, ..kueue() };
+        let gate = answer(Capability::ReadmissionGate, &facts, None);
+        assert_eq!(gate.answer, Answer::No);
+        assert!(gate.reason.contains("update workloads"), "{}", gate.reason);
+        match access(&facts) {
+            Access::ObserveOnly { missing } => {
+                assert!(missing.contains("update workloads"), "{missing}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let both = Facts { readmission_gate: Err("the Lease has expired".into()), ..facts };
+        let reason = answer(Capability::ReadmissionGate, &both, None).reason;
+        assert!(reason.contains("Lease") && reason.contains("update workloads"), "{reason}");
     }
 
     #[test]

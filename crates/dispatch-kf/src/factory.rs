@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use dispatch_core::{CallContext, Capability, Error, ObjectRef, Result, Support};
+use dispatch_core::{
+    CallContext, Capability, Error, JobId, ObjectRef, Result, StartRequest, Support,
+};
 use dispatch_kf_client::resources::{
     ADMISSION_CHECK, CLUSTER_QUEUE, JOB_SET, LEASE, LOCAL_QUEUE, NODE, POD, TRAIN_JOB,
     TRAINING_RUNTIME, WORKLOAD,
@@ -30,6 +32,9 @@ pub struct Preflight {
     pub capabilities: BTreeMap<Capability, Support>,
     /// Whether the adapter may get Nodes.
     pub nodes_readable: bool,
+    /// Permissions the adapter may use but lacks, each with what degrades without it
+    /// (deleting orphaned JobSets and pods); empty when it has them all.
+    pub lacking: Vec<String>,
 }
 
 /// The group-versions the adapter needs, by mode.
@@ -43,6 +48,47 @@ fn required_group_versions(mode: Mode) -> Vec<&'static str> {
 
 const fn permission(verb: &'static str, resource: Resource) -> Permission {
     Permission { verb, resource, subresource: "" }
+}
+
+/// The writes the adapter makes (Start, Open/Hold/Release in plain mode, Stop, StopJob):
+/// without any one of them it cannot write at all, so it observes only.
+fn write_permissions() -> Vec<Permission> {
+    [
+        ("create", TRAIN_JOB),
+        ("update", TRAIN_JOB),
+        ("delete", TRAIN_JOB),
+        ("create", TRAINING_RUNTIME),
+        ("patch", TRAINING_RUNTIME),
+        ("delete", TRAINING_RUNTIME),
+    ]
+    .into_iter()
+    .map(|(verb, resource)| permission(verb, resource))
+    .collect()
+}
+
+/// The deletes StopJob makes of orphaned JobSets and pods, which the garbage collector
+/// removes on its own in time: without them StopJob on a job with orphans is
+/// *unauthorized*, and nothing else changes.
+fn orphan_permissions() -> Vec<Permission> {
+    vec![permission("delete", JOB_SET), permission("delete", POD)]
+}
+
+/// The permissions of `wanted` the adapter's identity lacks, as `verb plural`, asked
+/// together.
+async fn not_granted(
+    cluster: &Cluster,
+    cx: &CallContext,
+    ns: &str,
+    wanted: Vec<Permission>,
+) -> Result<Vec<String>> {
+    let answers =
+        futures::future::try_join_all(wanted.iter().map(|p| cluster.may(cx, ns, p))).await?;
+    Ok(wanted
+        .iter()
+        .zip(answers)
+        .filter(|(_, may)| !may)
+        .map(|(p, _)| format!("{} {}", p.verb, p.resource.plural))
+        .collect())
 }
 
 /// The permissions without which the adapter cannot even observe.
@@ -95,12 +141,7 @@ impl KubeflowBackend {
                 )));
             }
         }
-        let mut missing = Vec::new();
-        for p in read_permissions(settings.mode) {
-            if !cluster.may(cx, &ns, &p).await? {
-                missing.push(format!("{} {}", p.verb, p.resource.plural));
-            }
-        }
+        let missing = not_granted(&cluster, cx, &ns, read_permissions(settings.mode)).await?;
         if !missing.is_empty() {
             return Err(Error::unauthorized(format!(
                 "the adapter may not read what it must observe: {}",
@@ -114,6 +155,19 @@ impl KubeflowBackend {
         let may_update_workloads = match settings.mode {
             Mode::Kueue => cluster.may(cx, &ns, &permission("update", WORKLOAD)).await?,
             Mode::Plain => false,
+        };
+        let (missing_writes, lacking) = if settings.read_only {
+            (Vec::new(), Vec::new())
+        } else {
+            let orphans = not_granted(&cluster, cx, &ns, orphan_permissions()).await?;
+            let lacking = orphans
+                .into_iter()
+                .map(|p| format!("{p}: StopJob cannot remove orphaned objects of that kind"))
+                .collect::<Vec<_>>();
+            for p in &lacking {
+                tracing::warn!(permission = %p, "a permission the adapter uses is missing");
+            }
+            (not_granted(&cluster, cx, &ns, write_permissions()).await?, lacking)
         };
         let readmission_gate = match settings.mode {
             Mode::Kueue => prove_readmission_gate(&cluster, &settings, cx).await?,
@@ -129,6 +183,7 @@ impl KubeflowBackend {
             readmission_gate,
             may_read_logs,
             probe_started: Ok(()),
+            missing_writes,
         };
         let backend = |facts: Facts, settings: Settings, cluster: Cluster| {
             let preflight = Preflight {
@@ -136,6 +191,7 @@ impl KubeflowBackend {
                 capabilities: capabilities::answers(&facts, None),
                 facts,
                 nodes_readable,
+                lacking: lacking.clone(),
             };
             KubeflowBackend {
                 inner: Arc::new(Inner {
@@ -162,13 +218,29 @@ impl KubeflowBackend {
     }
 }
 
+/// How many requests' worth of time (`timeouts.request` each) the probe's clean-up may
+/// take, on a context of its own: the caller's may have ended.
+const CLEAN_UP_REQUESTS: u32 = 4;
+
 impl Inner {
     /// The preflight probe: a Start of the probe's own request, a Hold/Release round
-    /// trip, then Stop. Returns whether it started and whether the round trip worked;
-    /// `Err` only for what makes the Backend unusable (Kueue managing plain-mode jobs).
+    /// trip, then the removal of every object of the probe's job, however the probe
+    /// ended. Returns whether it started and whether the round trip worked; `Err` only
+    /// for what makes the Backend unusable (Kueue managing plain-mode jobs) or a call
+    /// that ended meanwhile.
     async fn probe(&self, cx: &CallContext) -> Result<(Result<(), String>, Result<(), String>)> {
         let request = probe_request(&self.settings, edge::fresh_job_id()?);
-        let object = match self.start_as(cx, &request, Purpose::Probe).await {
+        let outcome = self.probe_steps(cx, &request).await;
+        self.clean_up_probe(&request.job).await;
+        outcome
+    }
+
+    async fn probe_steps(
+        &self,
+        cx: &CallContext,
+        request: &StartRequest,
+    ) -> Result<(Result<(), String>, Result<(), String>)> {
+        let object = match self.start_as(cx, request, Purpose::Probe).await {
             Ok(object) => object,
             Err(e) => {
                 let why =
@@ -176,13 +248,20 @@ impl Inner {
                 return Ok((Err(why.clone()), Err(why)));
             }
         };
-        let result = self.probe_started(cx, &object).await;
-        let stopped = self.delete_object(cx, &object).await;
-        let round_trip = result?;
-        if let Err(e) = stopped {
-            tracing::warn!(probe = %object.name, error = %e, "the preflight probe's TrainJob could not be stopped");
-        }
+        let round_trip = self.probe_started(cx, &object).await?;
         Ok((Ok(()), round_trip))
+    }
+
+    /// Removes every object of the probe's job, whatever became of it (a TrainJob whose
+    /// create went unanswered may exist; a refused one's copy may remain), on a fresh
+    /// context bounded by [`CLEAN_UP_REQUESTS`] requests: the caller's may be the one
+    /// that just ended. What it cannot remove is logged.
+    async fn clean_up_probe(&self, job: &JobId) {
+        let request = self.settings.timeouts.request.to_std().unwrap_or(Duration::from_secs(30));
+        let fresh = CallContext::with_deadline(Instant::now() + request * CLEAN_UP_REQUESTS);
+        if let Err(e) = self.remove_job(&fresh, job).await {
+            tracing::warn!(probe = %job, error = %e, "the preflight probe's objects could not all be removed");
+        }
     }
 
     async fn probe_started(
@@ -209,25 +288,46 @@ impl Inner {
     }
 
     /// Plain mode on a cluster whose Kueue manages queue-less jobs: the probe's
-    /// TrainJob gets a Workload within `timeouts.workload`, and Kueue would fight the
-    /// adapter over `spec.suspend`.
+    /// TrainJob gets a Workload, and Kueue would fight the adapter over `spec.suspend`.
+    /// It looks every second for [`kueue_check_limit`], and stops when the call ends.
     async fn refuse_if_kueue_manages(&self, cx: &CallContext, object: &ObjectRef) -> Result<()> {
         let workloads = self.cluster.objects(WORKLOAD, &self.settings.namespace);
         let selector = format!("{}={}", keys::KUEUE_JOB_UID, object.uid);
-        let limit = self.settings.timeouts.workload.to_std().unwrap_or_default();
+        let workload = self.settings.timeouts.workload.to_std().unwrap_or_default();
+        let limit = kueue_check_limit(workload, cx.deadline, Instant::now());
         let started = tokio::time::Instant::now();
         loop {
             if !workloads.list(cx, &selector).await?.items.is_empty() {
-                let _ = self.delete_object(cx, object).await;
                 return Err(Error::unsupported(
                     "Kueue manages TrainJobs without a queue on this cluster, so plain mode would fight it: set mode to kueue",
                 ));
             }
-            if started.elapsed() >= limit {
+            let left = limit.saturating_sub(started.elapsed());
+            if left.is_zero() {
                 return Ok(());
             }
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            let ended = || {
+                Error::unreachable(
+                    "the call ended while the preflight probe looked for a Workload Kueue might make",
+                )
+            };
+            tokio::select! {
+                () = tokio::time::sleep(left.min(Duration::from_secs(1))) => {}
+                () = cx.cancel.cancelled() => return Err(ended()),
+                () = crate::start::deadline(cx) => return Err(ended()),
+            }
         }
+    }
+}
+
+/// How long the plain-mode probe looks for a Workload: `timeouts.workload`, but no more
+/// than half the time left before the call's deadline, so that the hold round trip and
+/// the clean-up still fit (a default wait must not outlast the default deadline it runs
+/// under: `dispatch-kf start` gives Factory 30 s, and `timeouts.workload` is 60 s).
+fn kueue_check_limit(workload: Duration, deadline: Option<Instant>, now: Instant) -> Duration {
+    match deadline {
+        Some(d) => workload.min(d.saturating_duration_since(now) / 2),
+        None => workload,
     }
 }
 
@@ -272,5 +372,21 @@ fn expand_home(path: &str) -> std::path::PathBuf {
     match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => std::path::PathBuf::from(home).join(rest),
         _ => std::path::PathBuf::from(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kueue_check_leaves_half_the_time_left_for_the_rest_of_the_probe() {
+        let now = Instant::now();
+        let minute = Duration::from_secs(60);
+        let limit = |secs| kueue_check_limit(minute, Some(now + Duration::from_secs(secs)), now);
+        assert_eq!(limit(30), Duration::from_secs(15));
+        assert_eq!(limit(600), minute);
+        assert_eq!(kueue_check_limit(minute, Some(now), now), Duration::ZERO);
+        assert_eq!(kueue_check_limit(minute, None, now), minute);
     }
 }

@@ -1,7 +1,7 @@
 //! Find and Inspect: one snapshot read, one classification.
 
 use dispatch_core::{CallContext, Discovery, Error, JobId, ObjectObs, ObjectRef, Result};
-use dispatch_kf_client::JobQuery;
+use dispatch_kf_client::{Cluster, JobQuery};
 use dispatch_kf_model::{Options, Snapshot, classify};
 use jiff::Timestamp;
 
@@ -10,13 +10,23 @@ use crate::{Inner, edge};
 impl Inner {
     /// Everything one classification of `job` reads.
     pub(crate) async fn snapshot(&self, cx: &CallContext, job: &JobId) -> Result<Snapshot> {
+        self.snapshot_on(&self.cluster, cx, job).await
+    }
+
+    /// [`Inner::snapshot`] through `cluster` (the hold family reads through its own view).
+    pub(crate) async fn snapshot_on(
+        &self,
+        cluster: &Cluster,
+        cx: &CallContext,
+        job: &JobId,
+    ) -> Result<Snapshot> {
         let query = JobQuery {
             namespace: &self.settings.namespace,
             job,
             mode: self.settings.mode,
             nodes_readable: self.preflight.nodes_readable,
         };
-        let mut snapshot = self.cluster.read_job(cx, query).await?;
+        let mut snapshot = cluster.read_job(cx, query).await?;
         snapshot.captured_pods.extend(self.evidence.of_job(job));
         Ok(snapshot)
     }

@@ -6,10 +6,10 @@
 use std::time::Instant;
 
 use dispatch_core::{
-    CallContext, Capability, Error, ObjectKind, ObjectObs, ObjectRef, ObjectState, Result,
+    CallContext, Capability, Error, JobId, ObjectKind, ObjectObs, ObjectRef, ObjectState, Result,
 };
 use dispatch_kf_client::resources::{TRAIN_JOB, WORKLOAD};
-use dispatch_kf_client::{Edit, RequestClass, Resource, error_map};
+use dispatch_kf_client::{Cluster, Edit, RequestClass, Resource, error_map};
 use dispatch_kf_model::gates::{self, Change, Situation};
 use dispatch_kf_model::{Mode, Snapshot, keys, ranks};
 use serde_json::Value;
@@ -70,83 +70,116 @@ impl Inner {
                 object.name
             )));
         }
-        let snapshot = self.snapshot(cx, &target.job).await?;
-        let obs = pick(self.observe(&snapshot, edge::now()), object)?;
-        let situation = Situation {
-            ended: obs.state == ObjectState::Ended,
-            pods_remaining: ranks::remaining_pods(&snapshot, &object.name),
-        };
+        // Every request of the call, reads included, meets its deadline as the hold
+        // family does.
+        let cluster = self.cluster.hold_family();
+        let call = Call { inner: self, cluster: &cluster, cx, object, job: &target.job };
         let kueue = self.settings.mode == Mode::Kueue;
         match (verb, kueue) {
-            (Verb::Open, false) => {
-                self.edit(cx, TRAIN_JOB, object, |tj| gates::open_plain(tj, &situation)).await
-            }
-            (Verb::Open, true) => {
-                self.edit(cx, TRAIN_JOB, object, |tj| gates::open_kueue(tj, &situation)).await
-            }
+            (Verb::Open, false) => call.edit(TRAIN_JOB, object, gates::open_plain).await,
+            (Verb::Open, true) => call.edit(TRAIN_JOB, object, gates::open_kueue).await,
             (Verb::Hold(k), false) => {
-                self.edit(cx, TRAIN_JOB, object, |tj| gates::hold(tj, k, &situation, false)).await
+                call.edit(TRAIN_JOB, object, |tj, s| gates::hold(tj, k, s, false)).await
             }
             (Verb::Release(k), false) => {
-                self.edit(cx, TRAIN_JOB, object, |tj| gates::release_plain(tj, k, &situation)).await
+                call.edit(TRAIN_JOB, object, |tj, s| gates::release_plain(tj, k, s)).await
             }
             (Verb::Hold(k), true) => {
-                let workload = self.workload_of(&snapshot, &obs)?;
-                self.edit(cx, WORKLOAD, &workload, |wl| gates::hold(wl, k, &situation, true)).await
+                let workload = call.workload().await?;
+                call.edit(WORKLOAD, &workload, |wl, s| gates::hold(wl, k, s, true)).await
             }
             (Verb::Release(k), true) => {
-                let workload = self.workload_of(&snapshot, &obs)?;
-                self.edit(cx, WORKLOAD, &workload, |wl| gates::release_kueue(wl, k)).await
+                let workload = call.workload().await?;
+                call.edit(WORKLOAD, &workload, |wl, _| gates::release_kueue(wl, k)).await
             }
         }
     }
+}
 
-    /// The Workload of a TrainJob in Kueue mode; without one, holds are refused.
-    fn workload_of(&self, snapshot: &Snapshot, obs: &ObjectObs) -> Result<ObjectRef> {
-        let found = snapshot
-            .workloads
-            .iter()
-            .find(|w| w.meta.label(keys::KUEUE_JOB_UID) == Some(obs.object.uid.as_str()));
-        let Some(workload) = found else {
-            return Err(Error::rejected(format!(
-                "TrainJob {} has no Workload: Kueue has not admitted it to a queue",
-                obs.object.name
-            )));
+/// One Open, Hold or Release: the Backend, the call's view of the apiserver, and the
+/// TrainJob it is about.
+struct Call<'a> {
+    inner: &'a Inner,
+    cluster: &'a Cluster,
+    cx: &'a CallContext,
+    object: &'a ObjectRef,
+    job: &'a JobId,
+}
+
+impl Call<'_> {
+    /// The TrainJob's observation and what the model needs to know of it, read now.
+    async fn read(&self) -> Result<(Snapshot, ObjectObs, Situation)> {
+        let snapshot = self.inner.snapshot_on(self.cluster, self.cx, self.job).await?;
+        let obs = pick(self.inner.observe(&snapshot, edge::now()), self.object)?;
+        let situation = Situation {
+            ended: obs.state == ObjectState::Ended,
+            pods_remaining: ranks::remaining_pods(&snapshot, &self.object.name),
         };
-        let mut reference = obs.object.clone();
-        reference.name = workload.meta.name().to_owned();
-        reference.uid = workload.meta.uid().to_owned();
-        Ok(reference)
+        Ok((snapshot, obs, situation))
     }
 
-    /// Reads `object`, lets `decide` edit it, and writes it if it changed, with the
-    /// UID it must still have.
+    /// The TrainJob's Workload (Kueue mode); without one, holds are refused.
+    async fn workload(&self) -> Result<ObjectRef> {
+        let (snapshot, obs, _) = self.read().await?;
+        workload_of(&snapshot, &obs)
+    }
+
+    /// Reads `target`, then what the model needs to know of the TrainJob, lets `decide`
+    /// edit the target, and writes it if it changed, with the UID it must still have.
+    /// On a conflict all of it is read again: each try decides from what it just read,
+    /// so a TrainJob that ended between two tries is seen to have ended.
     async fn edit(
         &self,
-        cx: &CallContext,
         resource: Resource,
-        object: &ObjectRef,
-        mut decide: impl FnMut(&mut Value) -> Result<Change>,
+        target: &ObjectRef,
+        mut decide: impl FnMut(&mut Value, &Situation) -> Result<Change>,
     ) -> Result<()> {
-        let objects = self.cluster.objects(resource, &self.settings.namespace);
+        let objects = self.cluster.objects(resource, &self.inner.settings.namespace);
+        // Read after the target, so nothing the decision rests on is older than the
+        // resource version the write is conditioned on.
+        let learn = || async { self.read().await.map(|(_, _, situation)| situation) };
         objects
-            .read_modify_write(cx, RequestClass::HoldWrite, &object.name, |current| {
-                if current.metadata.uid.as_deref() != Some(object.uid.as_str()) {
-                    return Err(Error::not_found(format!(
-                        "{} {} is now held by another UID than {}",
-                        resource.kind, object.name, object.uid
-                    )));
-                }
-                let mut value = to_value(current);
-                match decide(&mut value)? {
-                    Change::Unchanged => Ok(Edit::Unchanged),
-                    Change::Write => {
-                        *current = from_value(value)?;
-                        Ok(Edit::Write)
+            .read_learn_modify_write(
+                self.cx,
+                RequestClass::HoldWrite,
+                &target.name,
+                learn,
+                |current, situation| {
+                    if current.metadata.uid.as_deref() != Some(target.uid.as_str()) {
+                        return Err(Error::not_found(format!(
+                            "{} {} is now held by another UID than {}",
+                            resource.kind, target.name, target.uid
+                        )));
                     }
-                }
-            })
+                    let mut value = to_value(current);
+                    match decide(&mut value, &situation)? {
+                        Change::Unchanged => Ok(Edit::Unchanged),
+                        Change::Write => {
+                            *current = from_value(value)?;
+                            Ok(Edit::Write)
+                        }
+                    }
+                },
+            )
             .await
             .map(drop)
     }
+}
+
+/// The Workload of a TrainJob in Kueue mode; without one, holds are refused.
+fn workload_of(snapshot: &Snapshot, obs: &ObjectObs) -> Result<ObjectRef> {
+    let found = snapshot
+        .workloads
+        .iter()
+        .find(|w| w.meta.label(keys::KUEUE_JOB_UID) == Some(obs.object.uid.as_str()));
+    let Some(workload) = found else {
+        return Err(Error::rejected(format!(
+            "TrainJob {} has no Workload: Kueue has not admitted it to a queue",
+            obs.object.name
+        )));
+    };
+    let mut reference = obs.object.clone();
+    reference.name = workload.meta.name().to_owned();
+    reference.uid = workload.meta.uid().to_owned();
+    Ok(reference)
 }

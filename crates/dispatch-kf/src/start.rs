@@ -12,7 +12,7 @@ use dispatch_core::{
 use dispatch_kf_client::resources::{
     CLUSTER_TRAINING_RUNTIME, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
 };
-use dispatch_kf_client::{RequestClass, is_conflict};
+use dispatch_kf_client::{Created, Deleted, RequestClass};
 use dispatch_kf_model::capabilities::Access;
 use dispatch_kf_model::render::extensions;
 use dispatch_kf_model::runtime::{RuntimeKind, RuntimeRef, SourceRuntime};
@@ -24,6 +24,18 @@ use crate::{Inner, edge};
 
 /// How often Start looks for the TrainJob's Workload in Kueue mode.
 const WORKLOAD_POLL: Duration = Duration::from_secs(1);
+
+/// The runtime copy a Start runs on.
+struct RuntimeCopy {
+    name: String,
+    uid: String,
+    /// Whether this call created it (rather than reusing an earlier Start's).
+    made_here: bool,
+}
+
+fn uid_of(object: &DynamicObject) -> String {
+    object.metadata.uid.clone().unwrap_or_default()
+}
 
 pub(crate) fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).unwrap_or(Value::Null)
@@ -71,13 +83,24 @@ impl Inner {
 
         // 5. The runtime copy, reused on a retried Start only if nobody owns it and its
         //    spec is the source's.
-        self.create_copy(cx, &rendered, &name).await?;
+        let copy = self.create_copy(cx, &rendered, &name).await?;
 
         // 6. The TrainJob.
         let train_jobs = self.cluster.objects(TRAIN_JOB, &self.settings.namespace);
         let sent = edge::now();
-        let created = match train_jobs.create(cx, &from_value(rendered.train_job.clone())?).await {
-            Ok(created) => created,
+        let created = match train_jobs
+            .create_or_read(cx, &from_value(rendered.train_job.clone())?)
+            .await
+        {
+            Ok(Created::Made(created)) => created,
+            // An earlier Start of this submission made it (its create went unanswered):
+            // it may run on the copy, so the copy stays, whoever made it.
+            Ok(Created::Exists(existing)) => {
+                return Err(Error::rejected(format!(
+                    "a TrainJob named {name} already exists (UID {}): an earlier Start of this submission made it, and its runtime copy is left for it",
+                    existing.metadata.uid.as_deref().unwrap_or("unknown")
+                )));
+            }
             Err(e) if e.is(Kind::OutcomeUnknown) => {
                 let submission = u32::try_from(request.submission).unwrap_or_default();
                 self.in_flight.mark(
@@ -89,7 +112,7 @@ impl Inner {
                 return Err(e.context("the TrainJob's create went unanswered: it may exist, and Find reports the job InFlight"));
             }
             Err(e) => {
-                self.delete_copy(cx, &name).await;
+                self.delete_copy(cx, &copy).await;
                 return Err(e);
             }
         };
@@ -97,7 +120,7 @@ impl Inner {
         let object = self.reference(ObjectKind::TrainJob, &name, &uid);
 
         // 7 to 9: a failure stops the TrainJob, and refuses.
-        match self.confirm(cx, &rendered, &object).await {
+        match self.confirm(cx, &rendered, &object, &copy).await {
             Ok(()) => Ok(object),
             Err(cause) => Err(self.stop_refused(cx, cause, object).await),
         }
@@ -143,39 +166,71 @@ impl Inner {
         source.ok_or_else(|| Error::unsupported(format!("runtime {r} does not exist")))
     }
 
-    async fn create_copy(&self, cx: &CallContext, rendered: &Rendered, name: &str) -> Result<()> {
+    /// Step 5: creates the runtime copy, or reuses the one of its name when nobody owns
+    /// it and its spec is the source's.
+    async fn create_copy(
+        &self,
+        cx: &CallContext,
+        rendered: &Rendered,
+        name: &str,
+    ) -> Result<RuntimeCopy> {
         let copies = self.cluster.objects(TRAINING_RUNTIME, &self.settings.namespace);
-        match copies.create(cx, &from_value(rendered.runtime_copy.clone())?).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.is(Kind::OutcomeUnknown) => Err(Error::unreachable(format!(
-                "the runtime copy's create went unanswered, so no TrainJob was created (a retried Start reuses the copy): {}",
-                e.message()
-            ))
-            .with_source(e)),
-            Err(e) if e.is(Kind::Rejected) && !is_conflict(&e) => {
-                let existing = copies.get(cx, name).await?;
-                let owned = existing.metadata.owner_references.as_ref().is_some_and(|o| !o.is_empty());
-                let same = to_value(&existing).get("spec") == rendered.runtime_copy.get("spec");
-                match (owned, same) {
-                    (false, true) => Ok(()),
-                    (true, _) => Err(Error::rejected(format!(
-                        "a runtime copy named {name} exists and is owned: this submission was already started"
-                    ))),
-                    (false, false) => Err(Error::rejected(format!(
-                        "a runtime copy named {name} exists with a spec other than its source runtime's"
-                    ))),
-                }
+        let existing = match copies
+            .create_or_read(cx, &from_value(rendered.runtime_copy.clone())?)
+            .await
+        {
+            Ok(Created::Made(made)) => {
+                return Ok(RuntimeCopy {
+                    name: name.to_owned(),
+                    uid: uid_of(&made),
+                    made_here: true,
+                });
             }
-            Err(e) => Err(e),
+            Ok(Created::Exists(existing)) => existing,
+            Err(e) if e.is(Kind::OutcomeUnknown) => {
+                return Err(Error::unreachable(format!(
+                    "the runtime copy's create went unanswered, so no TrainJob was created (a retried Start reuses the copy): {}",
+                    e.message()
+                ))
+                .with_source(e));
+            }
+            Err(e) => return Err(e),
+        };
+        let owned = existing.metadata.owner_references.as_ref().is_some_and(|o| !o.is_empty());
+        let same = to_value(&existing).get("spec") == rendered.runtime_copy.get("spec");
+        match (owned, same) {
+            (false, true) => {
+                Ok(RuntimeCopy { name: name.to_owned(), uid: uid_of(&existing), made_here: false })
+            }
+            (true, _) => Err(Error::rejected(format!(
+                "a runtime copy named {name} exists and is owned: this submission was already started"
+            ))),
+            (false, false) => Err(Error::rejected(format!(
+                "a runtime copy named {name} exists with a spec other than its source runtime's"
+            ))),
         }
     }
 
-    /// Deletes the runtime copy after a create of its TrainJob failed definitely; a
-    /// failure here leaves an unowned copy that a retried Start reuses.
-    async fn delete_copy(&self, cx: &CallContext, name: &str) {
+    /// Deletes the runtime copy after its TrainJob could not be made, only when this
+    /// call made it, and only that instance (UID precondition): a copy reused from an
+    /// earlier Start may be what that Start's TrainJob runs on. A failure here leaves
+    /// an unowned copy that a retried Start reuses.
+    async fn delete_copy(&self, cx: &CallContext, copy: &RuntimeCopy) {
+        if !copy.made_here {
+            return;
+        }
         let copies = self.cluster.objects(TRAINING_RUNTIME, &self.settings.namespace);
-        if let Err(e) = copies.delete(cx, name, None).await {
-            tracing::warn!(copy = name, error = %e, "could not delete the runtime copy");
+        match copies.delete(cx, &copy.name, Some(&copy.uid)).await {
+            Ok(Deleted::Deleted | Deleted::Gone) => {}
+            Ok(Deleted::PreconditionFailed) => {
+                tracing::warn!(
+                    copy = copy.name,
+                    "the runtime copy was replaced meanwhile: left alone"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(copy = copy.name, error = %e, "could not delete the runtime copy")
+            }
         }
     }
 
@@ -185,6 +240,7 @@ impl Inner {
         cx: &CallContext,
         rendered: &Rendered,
         object: &ObjectRef,
+        copy: &RuntimeCopy,
     ) -> Result<()> {
         // 7. The copy's owner is the TrainJob, so deleting the TrainJob collects it.
         let owner = json!({"metadata": {"ownerReferences": [{
@@ -193,7 +249,7 @@ impl Inner {
         }]}});
         let copies = self.cluster.objects(TRAINING_RUNTIME, &self.settings.namespace);
         if let Err(e) = copies.patch_merge(cx, RequestClass::Write, &object.name, &owner).await {
-            self.delete_copy(cx, &object.name).await;
+            self.delete_copy(cx, copy).await;
             return Err(Error::rejected(format!(
                 "the runtime copy's owner could not be set to the TrainJob: {}",
                 e.message()

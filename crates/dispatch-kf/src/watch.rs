@@ -1,22 +1,24 @@
 //! Watch (`seeds/classification.txt`, "Watch"): watches on the namespace's TrainJobs and
 //! JobSets, the job's pods and (Kueue) the Workloads; a Find first, then a Find after
 //! each burst of relevant changes, sending each observation that differs from the last
-//! one sent for its object. The stream ends, without an error, when a watch ends, a
-//! Find fails, the caller's context ends, or the receiver is dropped.
+//! one sent for its object. The stream ends without an error when the caller's context
+//! ends; it ends with an error item when a watch fails (its apiserver stays unreachable)
+//! or a Find fails. The pump and its watch connections stop as soon as the receiver is
+//! dropped.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use dispatch_core::{CallContext, JobId, ObjectKind, ObjectObs, ObsStream, Result, Watcher};
+use dispatch_core::{CallContext, Error, JobId, ObjectKind, ObjectObs, ObsStream, Result, Watcher};
 use dispatch_kf_client::resources::{JOB_SET, POD, TRAIN_JOB, WORKLOAD};
 use dispatch_kf_client::{Change, Resource, view};
 use dispatch_kf_model::view::View;
 use dispatch_kf_model::{Mode, keys};
-use futures::channel::mpsc;
+use futures::StreamExt;
 use futures::stream::{BoxStream, SelectAll};
-use futures::{SinkExt, StreamExt};
 use kube::api::DynamicObject;
+use tokio::sync::mpsc;
 
 use crate::start::deadline;
 use crate::{Inner, KubeflowBackend};
@@ -26,8 +28,19 @@ const COALESCE: Duration = Duration::from_millis(100);
 /// A steady stream of changes still gets a Find at least this often.
 const COALESCE_AT_MOST: Duration = Duration::from_secs(1);
 
-/// One event of the merged watches: a change of a kind, or the end of one watch.
-type Event = Option<(Resource, Change)>;
+/// One event of the merged watches: a change of a kind, a watch's failure, or the end of
+/// one watch (only when the call ends).
+type Event = Option<Result<(Resource, Change)>>;
+
+/// What the pump does next.
+enum Next {
+    /// A change or a failure (boxed: a change holds a whole object).
+    Event(Box<Result<(Resource, Change)>>),
+    /// The coalescing wait passed with nothing.
+    Quiet,
+    /// Stop: the call ended, a watch ended with it, or the receiver is gone.
+    Stop,
+}
 
 #[async_trait::async_trait]
 impl Watcher for KubeflowBackend {
@@ -36,6 +49,10 @@ impl Watcher for KubeflowBackend {
         let watches = self.inner.open_watches(cx, job).await?;
         let first = self.inner.find(cx, job).await?;
         let (tx, rx) = mpsc::channel(64);
+        let rx = futures::stream::unfold(rx, |mut rx| async move {
+            let item = rx.recv().await?;
+            Some((item, rx))
+        });
         let pump = Pump {
             inner: self.inner.clone(),
             cx: cx.clone(),
@@ -66,7 +83,7 @@ impl Inner {
             let version = objects.current_version(cx, &selector).await?;
             let changes = objects.watch(cx, &selector, &version).await?;
             let events = changes
-                .map(move |c| Some((resource, c)))
+                .map(move |c| Some(c.map(|c| (resource, c))))
                 .chain(futures::stream::once(async { None }));
             merged.push(events.boxed());
         }
@@ -80,7 +97,7 @@ struct Pump {
     job: JobId,
     /// The last observation sent per object, with `seen_at` cleared.
     sent: HashMap<(ObjectKind, String, String), ObjectObs>,
-    tx: mpsc::Sender<ObjectObs>,
+    tx: mpsc::Sender<Result<ObjectObs>>,
 }
 
 impl Pump {
@@ -93,34 +110,50 @@ impl Pump {
             return;
         }
         loop {
-            let Some(Some(event)) = self.next(&mut watches, None).await else { return };
-            let mut relevant = self.absorb(event);
+            let mut relevant = match self.next(&mut watches, None).await {
+                Next::Event(event) => match self.absorb(*event) {
+                    Ok(relevant) => relevant,
+                    Err(e) => return self.fail(e).await,
+                },
+                Next::Quiet | Next::Stop => return,
+            };
             // Coalesce a burst: keep reading while changes come close together.
             let burst = tokio::time::Instant::now();
             while burst.elapsed() < COALESCE_AT_MOST {
                 match self.next(&mut watches, Some(COALESCE)).await {
-                    None => break,
-                    Some(None) => return,
-                    Some(Some(event)) => relevant |= self.absorb(event),
+                    Next::Quiet => break,
+                    Next::Stop => return,
+                    Next::Event(event) => match self.absorb(*event) {
+                        Ok(more) => relevant |= more,
+                        Err(e) => return self.fail(e).await,
+                    },
                 }
             }
             if !relevant {
                 continue;
             }
-            let Ok(found) = self.inner.find(&self.cx, &self.job).await else { return };
-            if !self.send_changed(found.objects).await {
-                return;
+            match self.inner.find(&self.cx, &self.job).await {
+                Ok(found) => {
+                    if !self.send_changed(found.objects).await {
+                        return;
+                    }
+                }
+                Err(e) => return self.fail(e.context("watch: a Find failed")).await,
             }
         }
     }
 
-    /// The next event: `Some(None)` when a watch ended or the call did; `None` when
-    /// `wait` passed first.
+    /// Ends the stream with `error`, the last item the caller gets.
+    async fn fail(&self, error: Error) {
+        let _ = self.tx.send(Err(error)).await;
+    }
+
+    /// The next event, or `Quiet` when `wait` passed first, or `Stop`.
     async fn next(
         &self,
         watches: &mut SelectAll<BoxStream<'static, Event>>,
         wait: Option<Duration>,
-    ) -> Option<Event> {
+    ) -> Next {
         let timer = async {
             match wait {
                 Some(w) => tokio::time::sleep(w).await,
@@ -128,19 +161,30 @@ impl Pump {
             }
         };
         tokio::select! {
-            event = watches.next() => Some(event.flatten()),
-            () = self.cx.cancel.cancelled() => Some(None),
-            () = deadline(&self.cx) => Some(None),
-            () = timer => None,
+            event = watches.next() => match event.flatten() {
+                Some(event) => Next::Event(Box::new(event)),
+                None => Next::Stop,
+            },
+            () = self.tx.closed() => Next::Stop,
+            () = self.cx.cancel.cancelled() => Next::Stop,
+            () = deadline(&self.cx) => Next::Stop,
+            () = timer => Next::Quiet,
         }
     }
 
     /// Takes in one change: keeps a deleted pod's evidence, and says whether the change
     /// is about this job.
-    fn absorb(&mut self, (resource, change): (Resource, Change)) -> bool {
+    fn absorb(&mut self, event: Result<(Resource, Change)>) -> Result<bool> {
+        let (resource, change) = event?;
+        Ok(self.relevant(resource, change))
+    }
+
+    fn relevant(&mut self, resource: Resource, change: Change) -> bool {
         let (deleted, object) = match change {
             Change::Applied(o) => (false, o),
             Change::Deleted(o) => (true, o),
+            // Changes were missed: read everything again.
+            Change::Resumed => return true,
         };
         if resource == POD {
             if deleted && let View::Pod(pod) = view(POD, object) {
@@ -174,7 +218,7 @@ impl Pump {
             if self.sent.get(&key) == Some(&comparable) {
                 continue;
             }
-            if self.tx.send(obs).await.is_err() {
+            if self.tx.send(Ok(obs)).await.is_err() {
                 return false;
             }
             self.sent.insert(key, comparable);

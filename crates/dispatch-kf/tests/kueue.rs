@@ -116,7 +116,9 @@ async fn with_the_gate_proven_start_waits_for_a_gated_workload_and_holds_go_on_i
 }
 
 #[tokio::test]
-async fn kueue_holds_without_permission_to_update_workloads_are_unsupported() {
+/// Issue 15, item 5: jobs used to start, and after a preemption Hold and Release could
+/// not readmit them.
+async fn kueue_mode_without_permission_to_update_workloads_is_observe_only_naming_it() {
     let sim = cluster().await;
     install_gate(&sim, true);
     let mut user = Identity::new("no-workload-updates");
@@ -139,10 +141,16 @@ async fn kueue_holds_without_permission_to_update_workloads_are_unsupported() {
     .await
     .unwrap();
     assert!(!b.preflight().capabilities[&Capability::Hold].is_yes());
-    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
-    let err = b.hold(&hold_cx(), &object, 1).await.unwrap_err();
+    assert!(!b.preflight().capabilities[&Capability::ReadmissionGate].is_yes());
+    assert!(
+        matches!(&b.preflight().access, Access::ObserveOnly { missing } if missing.contains("update workloads")),
+        "{:?}",
+        b.preflight().access
+    );
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
     assert_eq!(err.kind(), Kind::Unsupported, "{err:?}");
-    assert!(err.message().contains("update Workloads"), "{}", err.message());
+    assert!(err.message().contains("update workloads"), "{}", err.message());
+    assert!(names(&sim, "trainjobs").is_empty(), "nothing was probed or started");
 }
 
 #[tokio::test]
@@ -328,4 +336,44 @@ async fn a_pods_ready_timeout_eviction_is_requeued() {
     let obs = b.inspect(&cx(), &object).await.unwrap();
     assert_eq!(obs.cause.kind, dispatch_core::CauseKind::Requeued, "{obs:#?}");
     assert!(obs.cause.detail.contains("PodsReadyTimeout"), "{}", obs.cause.detail);
+}
+
+/// Issue 15, item 10: Factory asks about every verb the adapter uses. Without the writes
+/// the Backend observes only, naming each missing one, and probes nothing; without the
+/// deletes of orphans it still writes, and says what StopJob cannot do.
+#[tokio::test]
+async fn missing_write_permissions_make_the_backend_observe_only_naming_each_and_probe_nothing() {
+    let sim = cluster().await;
+    sim.add_identity(
+        Identity::new("half")
+            .allow(Rule::new(&["get", "list", "watch"], "trainer.kubeflow.org", &["*"]))
+            .allow(Rule::new(
+                &["create", "patch", "delete"],
+                "trainer.kubeflow.org",
+                &["trainingruntimes"],
+            ))
+            .allow(Rule::new(&["get", "list", "watch"], "jobset.x-k8s.io", &["*"]))
+            .allow(Rule::new(&["get", "list", "watch"], "", &["*"])),
+    );
+    sim.clear_requests();
+    let b = KubeflowBackend::with_cluster(settings(json!({})), connect(&sim, "half").await, &cx())
+        .await
+        .unwrap();
+    match &b.preflight().access {
+        Access::ObserveOnly { missing } => assert!(
+            missing.contains("create trainjobs, update trainjobs, delete trainjobs"),
+            "{missing}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        sim.requests()
+            .iter()
+            .all(|r| r.verb != "create" || r.resource == "selfsubjectaccessreviews"),
+        "the probe did not run: {:#?}",
+        sim.requests()
+    );
+    assert!(names(&sim, "trainingruntimes").is_empty());
+    let lacking = b.preflight().lacking.join("; ");
+    assert!(lacking.contains("delete jobsets") && lacking.contains("delete pods"), "{lacking}");
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use common::*;
 use dispatch_core::{Backend, CallContext, Kind, ObjectKind, ObjectRef, ObjectState};
 use dispatch_kf_model::{keys, names};
+use dispatch_kf_sim::{Fault, FaultAction};
 use serde_json::json;
 
 async fn started(sim: &dispatch_kf_sim::Sim) -> (dispatch_kf::KubeflowBackend, ObjectRef) {
@@ -175,4 +176,96 @@ async fn stop_job_whose_call_ends_while_objects_remain_is_unreachable() {
     let err = b.stop_job(&short, &job(1)).await.unwrap_err();
     assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
     assert!(err.message().contains("remain"), "{}", err.message());
+}
+
+/// Issue 15, item 6: a deadline that passes while the hold family reads is Rejected
+/// with the fixed message, as one passing before its write: nothing was written.
+#[tokio::test]
+async fn a_deadline_that_passes_while_the_hold_family_reads_is_rejected() {
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    sim.add_fault(
+        Fault::on("get", "trainjobs", FaultAction::Delay(Duration::from_secs(3)))
+            .named(&object.name),
+    );
+    let soon = CallContext::with_deadline(std::time::Instant::now() + Duration::from_millis(500));
+    let err = b.open(&soon, &object).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(
+        err.message().contains("the call's deadline passed before the request was sent"),
+        "{}",
+        err.message()
+    );
+    assert_eq!(admission(&sim, &object.name), "0", "nothing was written");
+}
+
+/// Issue 15, item 6: the decision (ended? pods remain?) is taken again on every try,
+/// from what was just read: a TrainJob that ends while Hold reads it is not held.
+#[tokio::test]
+async fn a_hold_decides_again_from_what_it_just_read_so_a_train_job_that_ended_meanwhile_is_not_held()
+ {
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    let pod = sim
+        .list("pods", NS)
+        .into_iter()
+        .find(|p| p["metadata"]["labels"][keys::JOBSET_NAME] == object.name.as_str())
+        .and_then(|p| p["metadata"]["name"].as_str().map(str::to_owned))
+        .expect("the job runs");
+    // Hold's read of the TrainJob is answered late; meanwhile a rank runs out of memory
+    // and the TrainJob ends.
+    sim.add_fault(
+        Fault::on("get", "trainjobs", FaultAction::Delay(Duration::from_secs(2)))
+            .named(&object.name),
+    );
+    let hold = tokio::spawn({
+        let (b, object) = (b.clone(), object.clone());
+        async move { b.hold(&hold_cx(), &object, 1).await }
+    });
+    while !sim.requests().iter().any(|r| r.resource == "trainjobs" && r.fault.is_some()) {
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(sim.oom(NS, &pod));
+    sim.settle();
+    let err = hold.await.unwrap().expect_err("a TrainJob that has ended cannot be held");
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    let tj = sim.get("trainjobs", NS, &object.name).unwrap();
+    assert!(
+        tj["metadata"]["annotations"][keys::ANN_HOLD_INSTANCE].is_null(),
+        "no hold was written: {tj:#}"
+    );
+}
+
+/// Issue 15, item 4: StopJob said done while a TrainJob create that went unanswered
+/// could still land. Until the in-flight mark expires it waits; a call that ends first
+/// is Unreachable, saying why.
+#[tokio::test]
+async fn stop_job_with_a_create_in_flight_is_unreachable_until_the_mark_expires() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    sim.add_fault(Fault::on("create", "trainjobs", FaultAction::ResetBeforeApply));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::OutcomeUnknown, "{err:?}");
+    let short = CallContext::with_deadline(std::time::Instant::now() + Duration::from_secs(1));
+    let err = b.stop_job(&short, &job(1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+    assert!(err.message().contains("may still land"), "{}", err.message());
+    assert!(names(&sim, "trainingruntimes").is_empty(), "what exists was deleted meanwhile");
+}
+
+/// Issue 15, item 4: once the mark expires, StopJob looks again and is done.
+#[tokio::test]
+async fn stop_job_with_a_create_in_flight_returns_once_the_mark_expires() {
+    let sim = cluster().await;
+    let short_bound = json!({"timeouts": {"request": "1s", "workload": "2s", "stopJob": "30s", "callBound": "2s"}});
+    let b = backend(&sim, settings(short_bound)).await;
+    sim.add_fault(Fault::on("create", "trainjobs", FaultAction::ResetBeforeApply));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::OutcomeUnknown, "{err:?}");
+    b.stop_job(&cx(), &job(1)).await.expect("done once nothing can land");
+    let found = b.find(&cx(), &job(1)).await.unwrap();
+    assert_eq!((found.objects.len(), found.in_flight), (0, None));
 }

@@ -3,12 +3,27 @@
 
 mod common;
 
+use std::time::{Duration, Instant};
+
 use common::*;
-use dispatch_core::{Backend, Capability, Kind, ObjectState};
+use dispatch_core::{Backend, CallContext, Capability, Error, Kind, ObjectState};
+use dispatch_kf::KubeflowBackend;
 use dispatch_kf_model::capabilities::Access;
 use dispatch_kf_model::names;
 use dispatch_kf_sim::{Fault, FaultAction};
 use serde_json::json;
+
+/// Start of submission 1 of job 1 with `fault` in place: its error.
+async fn start_refused(sim: &dispatch_kf_sim::Sim, b: &KubeflowBackend, fault: Fault) -> Error {
+    sim.add_fault(fault);
+    b.start(&cx(), &request(&job(1), 1)).await.unwrap_err()
+}
+
+/// Neither a TrainJob nor a runtime copy is in the namespace.
+fn assert_nothing_left(sim: &dispatch_kf_sim::Sim) {
+    assert!(names(sim, "trainjobs").is_empty(), "{:?}", names(sim, "trainjobs"));
+    assert!(names(sim, "trainingruntimes").is_empty(), "{:?}", names(sim, "trainingruntimes"));
+}
 
 #[tokio::test]
 async fn factory_on_a_complete_cluster_is_writable_and_its_probe_leaves_nothing() {
@@ -110,15 +125,10 @@ async fn an_unanswered_train_job_create_is_outcome_unknown_and_find_reports_in_f
 async fn a_train_job_create_refused_definitely_deletes_the_copy() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;
-    sim.add_fault(Fault::on(
-        "create",
-        "trainjobs",
-        Fault::status(422, "Invalid", "spec.trainer: Invalid value"),
-    ));
-    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    let refused = Fault::status(422, "Invalid", "spec.trainer: Invalid value");
+    let err = start_refused(&sim, &b, Fault::on("create", "trainjobs", refused)).await;
     assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
-    assert!(names(&sim, "trainjobs").is_empty());
-    assert!(names(&sim, "trainingruntimes").is_empty());
+    assert_nothing_left(&sim);
 }
 
 #[tokio::test]
@@ -213,4 +223,112 @@ async fn a_stop_answered_with_a_conflict_while_the_train_job_remains_is_outcome_
         1,
         "the TrainJob is still there, as the sentinel says it may be"
     );
+}
+
+/// Issue 15, item 2: a refused create of the runtime copy was taken for "it exists",
+/// read, and ended as NotFound, which the supervisor takes for an unknown outcome.
+#[tokio::test]
+async fn a_refused_copy_create_is_rejected_not_not_found() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let refused = Fault::status(422, "Invalid", "spec.template: Invalid value");
+    let err = start_refused(&sim, &b, Fault::on("create", "trainingruntimes", refused)).await;
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(err.message().contains("Invalid value"), "{}", err.message());
+    assert_nothing_left(&sim);
+}
+
+/// Issue 15, item 3: a Start retried after an unanswered TrainJob create reuses the
+/// unowned copy, meets the earlier TrainJob, and must not delete the copy it runs on.
+#[tokio::test]
+async fn a_retry_that_meets_the_earlier_train_job_leaves_the_copy_it_runs_on() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let name = names::make(&job(1), 1);
+    sim.add_fault(Fault::on("create", "trainjobs", FaultAction::ResetAfterApply));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::OutcomeUnknown, "{err:?}");
+    let earlier = sim.get("trainjobs", NS, &name).expect("the unanswered create landed");
+
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(err.message().contains("already exists"), "{}", err.message());
+    assert_eq!(
+        sim.get("trainjobs", NS, &name).map(|t| t["metadata"]["uid"].clone()),
+        Some(earlier["metadata"]["uid"].clone()),
+        "the earlier TrainJob is untouched"
+    );
+    assert_eq!(names(&sim, "trainingruntimes"), vec![name], "the copy it runs on stays");
+}
+
+/// Issue 15, item 3: when the TrainJob's create is refused definitely, Start deletes
+/// the copy it made, by UID: a copy of the name made since by someone else stays.
+#[tokio::test]
+async fn a_refused_train_job_create_deletes_only_the_copy_this_call_made() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let name = names::make(&job(1), 1);
+    // An earlier Start's copy create went unanswered but landed: this Start reuses it.
+    let unanswered = Fault::on("create", "trainingruntimes", FaultAction::ResetAfterApply);
+    let err = start_refused(&sim, &b, unanswered).await;
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+    let refused = Fault::status(422, "Invalid", "spec.trainer: Invalid value");
+    let err = start_refused(&sim, &b, Fault::on("create", "trainjobs", refused)).await;
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert_eq!(
+        names(&sim, "trainingruntimes"),
+        vec![name],
+        "a reused copy is not this call's to delete"
+    );
+    assert!(
+        sim.requests()
+            .iter()
+            .filter(|r| r.verb == "delete")
+            .all(|r| r.resource != "trainingruntimes"),
+        "no delete of the copy was sent"
+    );
+}
+
+/// Issue 15, item 8: a probe whose TrainJob create went unanswered (it landed) used to
+/// leave its TrainJob and copy behind.
+#[tokio::test]
+async fn a_probe_whose_train_job_create_went_unanswered_leaves_nothing_behind() {
+    let sim = cluster().await;
+    sim.add_fault(Fault::on("create", "trainjobs", FaultAction::ResetAfterApply));
+    let b = backend(&sim, settings(json!({}))).await;
+    assert!(
+        matches!(&b.preflight().access, Access::ObserveOnly { missing } if missing.contains("could not start")),
+        "{:?}",
+        b.preflight().access
+    );
+    assert_nothing_left(&sim);
+}
+
+/// Issue 15, item 8: the probe's clean-up used the caller's context, which had just
+/// ended, so the probe's TrainJob stayed.
+#[tokio::test]
+async fn a_probe_whose_call_ends_during_its_hold_is_still_cleaned_up() {
+    let sim = cluster().await;
+    sim.add_fault(Fault::on("update", "trainjobs", FaultAction::Delay(Duration::from_secs(3))));
+    let soon = CallContext::with_deadline(Instant::now() + Duration::from_secs(1));
+    let b = KubeflowBackend::with_cluster(settings(json!({})), connect(&sim, "admin").await, &soon)
+        .await
+        .unwrap();
+    assert!(!b.preflight().capabilities[&Capability::Hold].is_yes());
+    assert!(names(&sim, "trainjobs").is_empty(), "{:?}", names(&sim, "trainjobs"));
+}
+
+/// Issue 15, item 8: with default waits, plain mode on a cluster that serves Kueue made
+/// the probe look for a Workload for `timeouts.workload` (60 s) inside a call of 30 s,
+/// so Factory failed at its deadline and left the probe's objects behind.
+#[tokio::test]
+async fn the_plain_mode_kueue_check_fits_in_the_deadline_factory_runs_under() {
+    let sim = cluster().await;
+    let defaults = settings(json!({"timeouts": {"workload": "60s", "request": "5s"}}));
+    let soon = CallContext::with_deadline(Instant::now() + Duration::from_secs(3));
+    let b = KubeflowBackend::with_cluster(defaults, connect(&sim, "admin").await, &soon)
+        .await
+        .expect("Factory finishes within its deadline");
+    assert_eq!(b.preflight().access, Access::Writable);
+    assert!(names(&sim, "trainjobs").is_empty(), "{:?}", names(&sim, "trainjobs"));
 }

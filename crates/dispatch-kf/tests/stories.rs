@@ -44,7 +44,8 @@ async fn until(
         let obs = tokio::time::timeout(Duration::from_secs(10), stream.next())
             .await
             .expect("the observation comes")
-            .expect("the stream is open");
+            .expect("the stream is open")
+            .expect("the watch works");
         if done(&obs) {
             return obs;
         }

@@ -15,6 +15,7 @@ async fn next_obs(stream: &mut dispatch_core::ObsStream) -> dispatch_core::Objec
         .await
         .expect("an observation comes")
         .expect("the stream is open")
+        .expect("the watch works")
 }
 
 #[tokio::test]
@@ -60,18 +61,54 @@ async fn a_burst_of_changes_makes_one_find() {
     assert_eq!(finds, 1, "one Find for a burst of 50 changes");
 }
 
+/// Issue 15, item 1: a watch connection the server ends (its `timeoutSeconds`, a
+/// restart) is resumed from the last resource version, as kube-runtime's watcher does:
+/// the Watch goes on, and it ends cleanly only when the call ends.
 #[tokio::test]
-async fn a_watch_ends_cleanly_when_the_server_closes_it() {
+async fn a_watch_the_server_closes_resumes_and_ends_only_with_its_call() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;
-    b.start(&cx(), &request(&job(1), 1)).await.unwrap();
-    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    let call = cx();
+    let mut stream = b.watch(&call, &job(1)).await.unwrap();
     next_obs(&mut stream).await;
     sim.close_watches();
+    b.open(&hold_cx(), &object).await.unwrap();
+    let next = next_obs(&mut stream).await;
+    assert_ne!(next.state, ObjectState::Gated, "the change after the close: {next:#?}");
+    call.cancel.cancel();
     let end = tokio::time::timeout(Duration::from_secs(10), stream.next())
         .await
         .expect("the stream ends");
-    assert!(end.is_none());
+    assert!(end.is_none(), "the call's end is a clean end: {end:?}");
+}
+
+/// Issue 15, item 11: a Find that fails ends the Watch with an error saying why.
+#[tokio::test]
+async fn a_failed_find_ends_the_watch_saying_why() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    next_obs(&mut stream).await;
+    sim.add_fault(
+        dispatch_kf_sim::Fault::on(
+            "list",
+            "pods",
+            dispatch_kf_sim::Fault::status(403, "Forbidden", "pods is forbidden"),
+        )
+        .always(),
+    );
+    let mut tj = sim.get("trainjobs", NS, &object.name).unwrap();
+    tj["metadata"]["annotations"]["example.com/touch"] = json!("1");
+    sim.apply(tj).unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("the stream ends")
+        .expect("with an item");
+    let err = end.expect_err("a failed Find is an error, not a clean end");
+    assert!(err.message().contains("a Find failed"), "{}", err.message());
+    sim.clear_faults();
 }
 
 #[tokio::test]

@@ -113,7 +113,8 @@ fn watch(backend: KubeflowBackend, job: JobId) -> (Reports, tokio::task::JoinHan
                 }
             };
             while let Some(obs) = stream.next().await {
-                if tx.send(Ok(obs)).is_err() {
+                let failed = obs.is_err();
+                if tx.send(obs).is_err() || failed {
                     return;
                 }
             }
