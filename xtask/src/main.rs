@@ -1,7 +1,8 @@
 //! `cargo xtask`: the project's workflows as plain Rust.
 //!
 //! - `cargo xtask test`: every test of the workspace (what `.ci/run` runs).
-//! - `cargo xtask ci`: formatting, clippy with warnings denied, docs, then the tests.
+//! - `cargo xtask ci [--real]`: formatting, clippy with warnings denied, docs, then the
+//!   tests; with `--real`, then the end-to-end suite on the real control plane.
 //! - `cargo xtask bench classify`: offline classification against a plain JSON parse.
 //! - `cargo xtask e2e --kubeconfig FILE | --real`: the end-to-end suite against a real
 //!   cluster, or on the real control plane of `cargo xtask cluster` in both modes.
@@ -25,7 +26,8 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: cargo xtask <test|ci|bench classify|e2e|cluster|fidelity|install>
 
   test             run every test of the workspace
-  ci               cargo fmt --check, clippy -D warnings, cargo doc, then test
+  ci [--real]      cargo fmt --check, clippy -D warnings, cargo doc, then test; with
+                   --real, then the e2e suite on the real control plane (e2e --real)
   bench classify   time dispatch-kf classify against serde_json on generated dumps
   e2e --kubeconfig FILE | --real
                    run the end-to-end suite against a real cluster (docs/e2e.md), or on
@@ -40,7 +42,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
-        Some("ci") => ci(),
+        Some("ci") => ci(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("e2e") => e2e::run(&args[1..]),
         Some("cluster") => cluster::run(&args[1..]),
@@ -68,13 +70,20 @@ fn test(extra: &[String]) -> run::Result {
     run::cargo(&["test", "--workspace", "--doc", "--locked"])
 }
 
-/// What CI checks beyond the tests: formatting, lints and docs.
-fn ci() -> run::Result {
+/// What CI checks beyond the tests: formatting, lints and docs; with `--real`, then the
+/// end-to-end suite on the real control plane in both modes (`cargo xtask e2e --real`).
+fn ci(args: &[String]) -> run::Result {
+    let real = match args {
+        [] => false,
+        [flag] if flag == "--real" => true,
+        _ => return Err("usage: cargo xtask ci [--real]".into()),
+    };
     run::cargo(&["fmt", "--all", "--check"])?;
     run::cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"])?;
     run::cargo_env(
         &["doc", "--workspace", "--no-deps", "--locked"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
-    test(&[])
+    test(&[])?;
+    if real { e2e::run(&["--real".to_owned()]) } else { Ok(()) }
 }

@@ -126,7 +126,7 @@ pub(crate) fn down() -> run::Result {
 /// `down` stops it too; a gate already running is stopped first.
 pub(crate) fn start_gate() -> run::Result {
     run::cargo(&["build", "-p", "dispatch-kf-gate", "--locked"])?;
-    process::stop_one(&run_dir(), "dispatch-kf-gate", Duration::from_secs(10));
+    let _killed = process::stop_one(&run_dir(), "dispatch-kf-gate", Duration::from_secs(10));
     let binary = run::target_dir().join("debug").join("dispatch-kf-gate");
     let mut gate = std::process::Command::new(binary);
     gate.arg("--kubeconfig").arg(run_dir().join(KUBECONFIG_NAME)).args([

@@ -64,23 +64,16 @@ fn recorded(run_dir: &Path) -> Vec<(String, u32)> {
     found.into_iter().map(|(name, pid, _)| (name, pid)).collect()
 }
 
-/// Ends every recorded process, the last started first: SIGTERM to its group, then
-/// SIGKILL to what is still there after `grace`. Returns the names of those that had
-/// to be killed.
+/// Ends every recorded process, the last started first, each before the next (the
+/// apiserver, stopped together with etcd, would wait for its storage): SIGTERM to its
+/// group, then SIGKILL to what is still there after `grace`. Returns the names of those
+/// that had to be killed; fails if any is still there after that.
 pub(crate) fn stop_all(run_dir: &Path, grace: Duration) -> Result<Vec<String>, String> {
     let mut processes = recorded(run_dir);
     processes.reverse();
-    for (_, pid) in &processes {
-        signal("TERM", *pid);
-    }
-    let deadline = Instant::now() + grace;
-    while processes.iter().any(|(_, pid)| alive(*pid)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
     let mut killed = Vec::new();
-    for (name, pid) in &processes {
-        if alive(*pid) {
-            signal("KILL", *pid);
+    for (name, _) in &processes {
+        if stop_one(run_dir, name, grace) {
             killed.push(name.clone());
         }
     }
@@ -95,23 +88,22 @@ pub(crate) fn stop_all(run_dir: &Path, grace: Duration) -> Result<Vec<String>, S
     Ok(killed)
 }
 
-/// Ends the one recorded process `name`, if it runs (SIGTERM, then SIGKILL after
-/// `grace`), so it can be started anew.
-pub(crate) fn stop_one(run_dir: &Path, name: &str, grace: Duration) {
-    let Some(pid) =
-        fs::read_to_string(pid_file(run_dir, name)).ok().and_then(|p| p.trim().parse().ok())
-    else {
-        return;
-    };
+/// Ends the one recorded process `name`, if it runs: SIGTERM, then SIGKILL after
+/// `grace`. Returns whether it had to be killed.
+pub(crate) fn stop_one(run_dir: &Path, name: &str, grace: Duration) -> bool {
+    let pid = fs::read_to_string(pid_file(run_dir, name)).ok().and_then(|p| p.trim().parse().ok());
+    let Some(pid) = pid else { return false };
     signal("TERM", pid);
     let deadline = Instant::now() + grace;
     while alive(pid) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
-    if alive(pid) {
+    let kill = alive(pid);
+    if kill {
         signal("KILL", pid);
     }
     let _ = fs::remove_file(pid_file(run_dir, name));
+    kill
 }
 
 /// Sends `signal` to the process group `pid` leads (each was started as its own group).
