@@ -152,8 +152,12 @@ pub(crate) fn preempt(state: &mut State, key: &Key) -> bool {
         .get(&Key::new(id("workloads"), &ns, &format!("preemptor-{name}")))
         .map(|p| str_at(p, "/metadata/uid").to_string())
         .unwrap_or_default();
+    // Kueue's preemption message (`pkg/scheduler/preemption/preemption.go`): the
+    // placeholder has no job, so its JobUID is UNKNOWN, as for any bare Workload.
+    let path = format!("/{}", cq.as_str().unwrap_or_default());
     let message = format!(
-        "Preempted to accommodate a workload (UID: {uid}) due to prioritization in the ClusterQueue"
+        "Preempted to accommodate a workload (UID: {uid}, JobUID: UNKNOWN) due to prioritization \
+         in the ClusterQueue; preemptor path: {path}; preemptee path: {path}"
     );
     release(&mut wl, "Preempted", &message, &now);
     set_condition(&mut wl, "Preempted", "True", "InClusterQueue", &message, &now);
@@ -192,7 +196,21 @@ fn release(wl: &mut Value, reason: &str, message: &str, now: &str) {
 fn evict(wl: &mut Value, reason: &str, message: &str, now: &str) {
     set_condition(wl, "Evicted", "True", reason, message, now);
     set_condition(wl, "QuotaReserved", "False", "Pending", message, now);
-    set_condition(wl, "Admitted", "False", "NoReservation", "The workload has no reservation", now);
+    // Kueue's words when admission checks are listed and not all Ready (`workload.go`,
+    // `NoReservationUnsatisfiedChecks`); the sim's Workloads always list dispatch's check.
+    let (reason, words) = if wl
+        .pointer("/status/admissionChecks")
+        .and_then(Value::as_array)
+        .is_some_and(|c| !c.is_empty())
+    {
+        (
+            "NoReservationUnsatisfiedChecks",
+            "The workload has no reservation and not all checks ready",
+        )
+    } else {
+        ("NoReservation", "The workload has no reservation")
+    };
+    set_condition(wl, "Admitted", "False", reason, words, now);
     if let Some(s) = wl["status"].as_object_mut() {
         s.remove("admission");
     }
