@@ -117,8 +117,8 @@ fn named(cmd: clap::Command, program: Program) -> clap::Command {
     cmd.mut_subcommands(|sub| named(sub, program))
 }
 
-/// Runs the command as `program`: parses the arguments, runs the subcommand, and on an
-/// error prints `dispatch-kf: <kind>: <message>` and returns the sentinel's exit code.
+/// Runs the command as `program`: parses the arguments, runs the subcommand, and ends
+/// as [`output::exit`] says.
 pub fn main(program: Program) -> ExitCode {
     let matches = command(program).get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
@@ -145,10 +145,7 @@ pub fn main(program: Program) -> ExitCode {
         Command::Ceased(args) => observe::ceased(args),
         Command::Sim(args) => sim::run(args),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => output::report(&err),
-    }
+    output::exit(result)
 }
 
 #[cfg(test)]

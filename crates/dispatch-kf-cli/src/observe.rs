@@ -1,8 +1,6 @@
 //! The commands that read a cluster and write nothing: `find`, `status`, `inspect`,
 //! `watch`, `logs`. Factory runs without its probe for them.
 
-use std::io::Write;
-
 use dispatch_core::{Backend, Error, JobId, OutputStream, Result, Status, Watcher};
 use futures::StreamExt;
 
@@ -188,11 +186,8 @@ pub(crate) fn logs(args: LogsArgs) -> Result<()> {
         let read = if args.follow { dispatch_core::CallContext::background() } else { cx };
         let mut log =
             backend.output(&read, &job, args.submission, OutputStream::Stdout, args.follow).await?;
-        let mut out = std::io::stdout();
         while let Some(chunk) = log.next().await {
-            out.write_all(&chunk?)
-                .and_then(|()| out.flush())
-                .map_err(|e| Error::unreachable(format!("cannot write to standard output: {e}")))?;
+            output::write_stdout(&chunk?)?;
         }
         Ok(())
     })
