@@ -21,7 +21,8 @@ fn job(text: &str) -> Result<JobId> {
 pub(crate) struct FindArgs {
     #[command(flatten)]
     cluster: ClusterArgs,
-    /// Output format: table on a terminal, JSON otherwise.
+    /// Output format: table on a terminal, JSON otherwise (the objects and the
+    /// in-flight mark, as with `-o json`).
     #[arg(short = 'o', long, value_enum)]
     output: Option<Format>,
     /// The job (a ULID).
@@ -33,10 +34,12 @@ pub(crate) fn find(args: FindArgs) -> Result<()> {
     block_on(async {
         let cx = args.cluster.call(DEFAULT_TIMEOUT)?;
         let found = args.cluster.backend(Need::Read, &cx).await?.find(&cx, &job).await?;
-        match args.output {
-            Some(f @ (Format::Json | Format::Yaml)) => output::print_structured(&found, f),
+        // Machine-readable output is always the whole answer, in-flight mark included:
+        // without `-o` off a terminal as under `-o json` (docs/cli.md).
+        match Format::or_default(args.output) {
+            f @ (Format::Json | Format::Yaml) => output::print_structured(&found, f),
             format => {
-                output::print_observations(&found.objects, format, jiff::Timestamp::now())?;
+                output::print_observations(&found.objects, Some(format), jiff::Timestamp::now())?;
                 if let Some(flight) = &found.in_flight {
                     eprintln!(
                         "submission {} is in flight until {}",
@@ -130,11 +133,7 @@ pub(crate) fn watch(args: WatchArgs) -> Result<()> {
     block_on(async {
         let setup = args.cluster.call(DEFAULT_TIMEOUT)?;
         let backend = args.cluster.backend(Need::Read, &setup).await?;
-        let json_lines = match args.output {
-            Some(Format::Json | Format::Yaml) => true,
-            Some(Format::Table | Format::Wide) => false,
-            None => !std::io::IsTerminal::is_terminal(&std::io::stdout()),
-        };
+        let json_lines = matches!(Format::or_default(args.output), Format::Json | Format::Yaml);
         let layout = table::Layout::stdout(args.output == Some(Format::Wide));
         let mut header = true;
         // The stream runs until interrupted, or until the watch fails (its apiserver

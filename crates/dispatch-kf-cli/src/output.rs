@@ -20,6 +20,18 @@ pub(crate) enum Format {
     Yaml,
 }
 
+impl Format {
+    /// The format when `-o` is not given: a table on a terminal, JSON otherwise. A
+    /// script thus always gets the same shape as under `-o json`.
+    pub(crate) fn or_default(format: Option<Format>) -> Format {
+        use std::io::IsTerminal;
+        format.unwrap_or(match std::io::stdout().is_terminal() {
+            true => Format::Table,
+            false => Format::Json,
+        })
+    }
+}
+
 /// The exit code of each sentinel; usage errors exit 2 (clap's own).
 pub(crate) fn exit_code(kind: Kind) -> u8 {
     match kind {
@@ -109,9 +121,7 @@ pub(crate) fn print_observations(
     format: Option<Format>,
     now: jiff::Timestamp,
 ) -> Result<(), Error> {
-    use std::io::IsTerminal;
-    let terminal = std::io::stdout().is_terminal();
-    let format = format.unwrap_or(if terminal { Format::Table } else { Format::Json });
+    let format = Format::or_default(format);
     match format {
         Format::Table | Format::Wide => {
             let layout = crate::table::Layout::stdout(format == Format::Wide);
