@@ -130,7 +130,7 @@ pub(crate) struct WatchArgs {
 
 pub(crate) fn watch(args: WatchArgs) -> Result<()> {
     let job = job(&args.job)?;
-    block_on(async {
+    block_on(output::until_interrupted(None, async {
         let setup = args.cluster.call(DEFAULT_TIMEOUT)?;
         let backend = args.cluster.backend(Need::Read, &setup).await?;
         let json_lines = matches!(Format::or_default(args.output), Format::Json | Format::Yaml);
@@ -156,7 +156,7 @@ pub(crate) fn watch(args: WatchArgs) -> Result<()> {
                 output::write_stdout(text.as_bytes())?;
             }
         }
-    })
+    }))
 }
 
 /// `logs JOB --submission N [-f]`: rank 0's log of the submission's current execution.
@@ -179,7 +179,7 @@ pub(crate) struct LogsArgs {
 
 pub(crate) fn logs(args: LogsArgs) -> Result<()> {
     let job = job(&args.job)?;
-    block_on(async {
+    block_on(output::until_interrupted(None, async {
         let cx = args.cluster.call(DEFAULT_TIMEOUT)?;
         let backend = args.cluster.backend(Need::Read, &cx).await?;
         let read = if args.follow { dispatch_core::CallContext::background() } else { cx };
@@ -189,7 +189,7 @@ pub(crate) fn logs(args: LogsArgs) -> Result<()> {
             output::write_stdout(&chunk?)?;
         }
         Ok(())
-    })
+    }))
 }
 
 /// `ceased REF`: whether every Node of the object's current or last execution is gone

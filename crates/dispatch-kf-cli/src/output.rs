@@ -1,6 +1,7 @@
 //! What every subcommand shares: output formats, reading input files, writing standard
-//! output, and how a command ends: the error line and exit code of each sentinel, and
-//! the quiet status 0 when standard output's reader has gone (`dispatch-kf ... | head`).
+//! output, and how a command ends: the error line and exit code of each sentinel, the
+//! quiet status 0 when standard output's reader has gone (`dispatch-kf ... | head`),
+//! and status 130 on Ctrl-C.
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -54,6 +55,12 @@ pub(crate) fn exit(result: Result<(), Error>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if closed_stdout(&err) => ExitCode::SUCCESS,
+        Err(ref err) if let Some(Interrupted(note)) = marker::<Interrupted>(err) => {
+            if let Some(note) = note {
+                eprintln!("dispatch-kf: {note}");
+            }
+            ExitCode::from(130)
+        }
         Err(err) => {
             eprintln!("dispatch-kf: {}: {}", err.kind(), err.message());
             ExitCode::from(exit_code(err.kind()))
@@ -81,7 +88,46 @@ impl std::error::Error for StdoutClosed {
 
 /// Whether `err` is [`write_stdout`]'s closed standard output.
 fn closed_stdout(err: &Error) -> bool {
-    std::error::Error::source(err).is_some_and(|s| s.is::<StdoutClosed>())
+    marker::<StdoutClosed>(err).is_some()
+}
+
+/// The source of `err` when it is an `M`: how this module marks the errors that end a
+/// command without being failures.
+fn marker<M: std::error::Error + 'static>(err: &Error) -> Option<&M> {
+    std::error::Error::source(err).and_then(|s| s.downcast_ref::<M>())
+}
+
+/// The source of the error [`until_interrupted`] returns on Ctrl-C, with the line (if
+/// any) the command has to say about what it leaves behind.
+#[derive(Debug)]
+struct Interrupted(Option<&'static str>);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Runs `future` until it ends, or until Ctrl-C (SIGINT): then the command ends with
+/// status 130, as a shell reports a command that SIGINT ended, with `note` (if any) as
+/// its one line on standard error, and no error text. For the commands a user ends
+/// with Ctrl-C: `watch`, `logs -f`, `stop-job`.
+pub(crate) async fn until_interrupted<T>(
+    note: Option<&'static str>,
+    future: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let interrupted = async {
+        // Without a handler (it cannot be installed) Ctrl-C ends the process as usual.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        result = future => result,
+        () = interrupted => Err(Error::unreachable("interrupted").with_source(Interrupted(note))),
+    }
 }
 
 /// Reads a whole input file, or standard input for `-`; a file that cannot be read is
@@ -168,5 +214,13 @@ mod tests {
         let other = Error::unreachable("watch").with_source(socket);
         assert!(!closed_stdout(&other));
         assert!(!closed_stdout(&Error::unreachable("watch")));
+    }
+
+    #[test]
+    fn ctrl_c_ends_with_130_and_only_an_interruption_does() {
+        assert_eq!(exit(Err(Error::unreachable("x").with_source(Interrupted(None)))), 130.into());
+        let note = Some("deletions go on");
+        assert_eq!(exit(Err(Error::unreachable("x").with_source(Interrupted(note)))), 130.into());
+        assert_eq!(exit(Err(Error::unreachable("x"))), ExitCode::from(8));
     }
 }
