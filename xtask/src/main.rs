@@ -36,7 +36,8 @@ const USAGE: &str = "usage: cargo xtask <test|ci|bench classify|e2e|cluster|fide
                    the real control plane on localhost, built from upstream's Go modules
   fidelity [--compare]
                    the e2e suite on the sim and the real control plane, side by side
-  install          cargo install dispatch-kf and the kubectl plugin kubectl-dispatch";
+  install          cargo install dispatch-kf and the kubectl plugin kubectl-dispatch,
+                   with shell completions and man pages";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

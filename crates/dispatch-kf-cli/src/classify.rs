@@ -5,8 +5,6 @@
 //! Nothing here talks to a cluster. `--now` defaults to the current time, read here at
 //! the edge (the model never reads the clock).
 
-use std::io::IsTerminal;
-
 use dispatch_core::Error;
 use dispatch_kf_model::{Mode, Options, classify, dump};
 use jiff::Timestamp;
@@ -83,8 +81,7 @@ pub(crate) fn run(args: Args) -> Result<(), Error> {
         backend: args.backend,
     };
     let observations = classify(&snapshot, &options, now);
-    let terminal = std::io::stdout().is_terminal();
-    let format = args.output.unwrap_or(if terminal { Format::Table } else { Format::Json });
+    let format = Format::or_default(args.output);
     match format {
         Format::Table | Format::Wide => {
             let layout = table::Layout::stdout(format == Format::Wide);

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::{classify, demo, lifecycle, observe, output, preflight, render, sim};
+use crate::{classify, demo, lifecycle, observe, output, preflight, render, shell, sim};
 
 /// Which binary is running: the help and usage name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,10 +92,15 @@ enum Command {
         after_help = "Example:\n  dispatch-kf sim serve --kubeconfig-out /tmp/sim.kubeconfig"
     )]
     Sim(sim::Args),
+    /// A shell's completion script: bash, zsh or fish.
+    Completions(shell::CompletionsArgs),
+    /// Writes the man pages into a folder (for packagers and `cargo xtask install`).
+    #[command(hide = true)]
+    Man(shell::ManArgs),
 }
 
 /// The command line as `program` shows it: its name in the usage, and in every example.
-fn command(program: Program) -> clap::Command {
+pub(crate) fn command(program: Program) -> clap::Command {
     let cmd = Cli::command();
     match program {
         Program::DispatchKf => cmd,
@@ -117,8 +122,8 @@ fn named(cmd: clap::Command, program: Program) -> clap::Command {
     cmd.mut_subcommands(|sub| named(sub, program))
 }
 
-/// Runs the command as `program`: parses the arguments, runs the subcommand, and on an
-/// error prints `dispatch-kf: <kind>: <message>` and returns the sentinel's exit code.
+/// Runs the command as `program`: parses the arguments, runs the subcommand, and ends
+/// as [`output::exit`] says.
 pub fn main(program: Program) -> ExitCode {
     let matches = command(program).get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
@@ -144,11 +149,10 @@ pub fn main(program: Program) -> ExitCode {
         Command::StopJob(args) => lifecycle::stop_job(args),
         Command::Ceased(args) => observe::ceased(args),
         Command::Sim(args) => sim::run(args),
+        Command::Completions(args) => shell::completions(args, command(Program::DispatchKf)),
+        Command::Man(args) => shell::man(args, command(Program::DispatchKf)),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => output::report(&err),
-    }
+    output::exit(result)
 }
 
 #[cfg(test)]

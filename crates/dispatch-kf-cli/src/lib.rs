@@ -17,6 +17,7 @@ mod observe;
 mod output;
 mod preflight;
 mod render;
+mod shell;
 mod sim;
 mod table;
 

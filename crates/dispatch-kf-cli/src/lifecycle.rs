@@ -113,10 +113,14 @@ pub(crate) struct StopJobArgs {
 
 pub(crate) fn stop_job(args: StopJobArgs) -> Result<()> {
     let job = JobId::parse(&args.job)?;
-    block_on(async {
+    block_on(output::until_interrupted(Some(STOP_JOB_INTERRUPTED), async {
         let settings = args.cluster.settings(Need::Write)?;
         let cx = args.cluster.call(settings.timeouts.stop_job)?;
         let backend = args.cluster.backend(Need::Write, &cx).await?;
         backend.stop_job(&cx, &job).await
-    })
+    }))
 }
+
+/// `stop-job`'s line on Ctrl-C: deleting is in the background, so what was sent goes on.
+const STOP_JOB_INTERRUPTED: &str = "interrupted: deletions already sent go on in the \
+    cluster; run stop-job again to wait until no object remains";

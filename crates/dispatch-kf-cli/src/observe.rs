@@ -1,8 +1,6 @@
 //! The commands that read a cluster and write nothing: `find`, `status`, `inspect`,
 //! `watch`, `logs`. Factory runs without its probe for them.
 
-use std::io::Write;
-
 use dispatch_core::{Backend, Error, JobId, OutputStream, Result, Status, Watcher};
 use futures::StreamExt;
 
@@ -23,7 +21,8 @@ fn job(text: &str) -> Result<JobId> {
 pub(crate) struct FindArgs {
     #[command(flatten)]
     cluster: ClusterArgs,
-    /// Output format: table on a terminal, JSON otherwise.
+    /// Output format: table on a terminal, JSON otherwise (the objects and the
+    /// in-flight mark, as with `-o json`).
     #[arg(short = 'o', long, value_enum)]
     output: Option<Format>,
     /// The job (a ULID).
@@ -35,10 +34,12 @@ pub(crate) fn find(args: FindArgs) -> Result<()> {
     block_on(async {
         let cx = args.cluster.call(DEFAULT_TIMEOUT)?;
         let found = args.cluster.backend(Need::Read, &cx).await?.find(&cx, &job).await?;
-        match args.output {
-            Some(f @ (Format::Json | Format::Yaml)) => output::print_structured(&found, f),
+        // Machine-readable output is always the whole answer, in-flight mark included:
+        // without `-o` off a terminal as under `-o json` (docs/cli.md).
+        match Format::or_default(args.output) {
+            f @ (Format::Json | Format::Yaml) => output::print_structured(&found, f),
             format => {
-                output::print_observations(&found.objects, format, jiff::Timestamp::now())?;
+                output::print_observations(&found.objects, Some(format), jiff::Timestamp::now())?;
                 if let Some(flight) = &found.in_flight {
                     eprintln!(
                         "submission {} is in flight until {}",
@@ -129,14 +130,10 @@ pub(crate) struct WatchArgs {
 
 pub(crate) fn watch(args: WatchArgs) -> Result<()> {
     let job = job(&args.job)?;
-    block_on(async {
+    block_on(output::until_interrupted(None, async {
         let setup = args.cluster.call(DEFAULT_TIMEOUT)?;
         let backend = args.cluster.backend(Need::Read, &setup).await?;
-        let json_lines = match args.output {
-            Some(Format::Json | Format::Yaml) => true,
-            Some(Format::Table | Format::Wide) => false,
-            None => !std::io::IsTerminal::is_terminal(&std::io::stdout()),
-        };
+        let json_lines = matches!(Format::or_default(args.output), Format::Json | Format::Yaml);
         let layout = table::Layout::stdout(args.output == Some(Format::Wide));
         let mut header = true;
         // The stream runs until interrupted, or until the watch fails (its apiserver
@@ -159,7 +156,7 @@ pub(crate) fn watch(args: WatchArgs) -> Result<()> {
                 output::write_stdout(text.as_bytes())?;
             }
         }
-    })
+    }))
 }
 
 /// `logs JOB --submission N [-f]`: rank 0's log of the submission's current execution.
@@ -182,20 +179,17 @@ pub(crate) struct LogsArgs {
 
 pub(crate) fn logs(args: LogsArgs) -> Result<()> {
     let job = job(&args.job)?;
-    block_on(async {
+    block_on(output::until_interrupted(None, async {
         let cx = args.cluster.call(DEFAULT_TIMEOUT)?;
         let backend = args.cluster.backend(Need::Read, &cx).await?;
         let read = if args.follow { dispatch_core::CallContext::background() } else { cx };
         let mut log =
             backend.output(&read, &job, args.submission, OutputStream::Stdout, args.follow).await?;
-        let mut out = std::io::stdout();
         while let Some(chunk) = log.next().await {
-            out.write_all(&chunk?)
-                .and_then(|()| out.flush())
-                .map_err(|e| Error::unreachable(format!("cannot write to standard output: {e}")))?;
+            output::write_stdout(&chunk?)?;
         }
         Ok(())
-    })
+    }))
 }
 
 /// `ceased REF`: whether every Node of the object's current or last execution is gone

@@ -1,5 +1,7 @@
-//! What every subcommand shares: output formats, reading input files, and the error
-//! line and exit code of each sentinel.
+//! What every subcommand shares: output formats, reading input files, writing standard
+//! output, and how a command ends: the error line and exit code of each sentinel, the
+//! quiet status 0 when standard output's reader has gone (`dispatch-kf ... | head`),
+//! and status 130 on Ctrl-C.
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -19,6 +21,18 @@ pub(crate) enum Format {
     Yaml,
 }
 
+impl Format {
+    /// The format when `-o` is not given: a table on a terminal, JSON otherwise. A
+    /// script thus always gets the same shape as under `-o json`.
+    pub(crate) fn or_default(format: Option<Format>) -> Format {
+        use std::io::IsTerminal;
+        format.unwrap_or(match std::io::stdout().is_terminal() {
+            true => Format::Table,
+            false => Format::Json,
+        })
+    }
+}
+
 /// The exit code of each sentinel; usage errors exit 2 (clap's own).
 pub(crate) fn exit_code(kind: Kind) -> u8 {
     match kind {
@@ -33,10 +47,87 @@ pub(crate) fn exit_code(kind: Kind) -> u8 {
     }
 }
 
-/// Prints `dispatch-kf: <kind>: <message>` to standard error and returns the exit code.
-pub(crate) fn report(err: &Error) -> ExitCode {
-    eprintln!("dispatch-kf: {}: {}", err.kind(), err.message());
-    ExitCode::from(exit_code(err.kind()))
+/// How a command ends. Success is 0. Standard output closed by its reader (`| head`
+/// has what it wanted) is 0 too, with nothing on standard error, as ripgrep and kubectl
+/// do. Any other error prints `dispatch-kf: <kind>: <message>` to standard error and
+/// returns its sentinel's exit code.
+pub(crate) fn exit(result: Result<(), Error>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if closed_stdout(&err) => ExitCode::SUCCESS,
+        Err(ref err) if let Some(Interrupted(note)) = marker::<Interrupted>(err) => {
+            if let Some(note) = note {
+                eprintln!("dispatch-kf: {note}");
+            }
+            ExitCode::from(130)
+        }
+        Err(err) => {
+            eprintln!("dispatch-kf: {}: {}", err.kind(), err.message());
+            ExitCode::from(exit_code(err.kind()))
+        }
+    }
+}
+
+/// The source of the error [`write_stdout`] returns when standard output's reader has
+/// closed it: a type of its own, so that a broken pipe elsewhere (a connection to the
+/// apiserver) is never mistaken for it.
+#[derive(Debug)]
+struct StdoutClosed(std::io::Error);
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "standard output closed: {}", self.0)
+    }
+}
+
+impl std::error::Error for StdoutClosed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// Whether `err` is [`write_stdout`]'s closed standard output.
+fn closed_stdout(err: &Error) -> bool {
+    marker::<StdoutClosed>(err).is_some()
+}
+
+/// The source of `err` when it is an `M`: how this module marks the errors that end a
+/// command without being failures.
+fn marker<M: std::error::Error + 'static>(err: &Error) -> Option<&M> {
+    std::error::Error::source(err).and_then(|s| s.downcast_ref::<M>())
+}
+
+/// The source of the error [`until_interrupted`] returns on Ctrl-C, with the line (if
+/// any) the command has to say about what it leaves behind.
+#[derive(Debug)]
+struct Interrupted(Option<&'static str>);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Runs `future` until it ends, or until Ctrl-C (SIGINT): then the command ends with
+/// status 130, as a shell reports a command that SIGINT ended, with `note` (if any) as
+/// its one line on standard error, and no error text. For the commands a user ends
+/// with Ctrl-C: `watch`, `logs -f`, `stop-job`.
+pub(crate) async fn until_interrupted<T>(
+    note: Option<&'static str>,
+    future: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let interrupted = async {
+        // Without a handler (it cannot be installed) Ctrl-C ends the process as usual.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        result = future => result,
+        () = interrupted => Err(Error::unreachable("interrupted").with_source(Interrupted(note))),
+    }
 }
 
 /// Reads a whole input file, or standard input for `-`; a file that cannot be read is
@@ -76,9 +167,7 @@ pub(crate) fn print_observations(
     format: Option<Format>,
     now: jiff::Timestamp,
 ) -> Result<(), Error> {
-    use std::io::IsTerminal;
-    let terminal = std::io::stdout().is_terminal();
-    let format = format.unwrap_or(if terminal { Format::Table } else { Format::Json });
+    let format = Format::or_default(format);
     match format {
         Format::Table | Format::Wide => {
             let layout = crate::table::Layout::stdout(format == Format::Wide);
@@ -88,15 +177,20 @@ pub(crate) fn print_observations(
     }
 }
 
-/// Writes bytes to standard output; a closed pipe is not an error worth a message.
+/// Writes bytes to standard output: the one place the command writes there. When the
+/// reader has closed it (EPIPE), the error ends the command, and [`exit`] makes that a
+/// quiet status 0; a command that streams (`watch`, `logs -f`) stops at its next write.
 pub(crate) fn write_stdout(bytes: &[u8]) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Error::unreachable(format!("cannot write to standard output: {e}")))
+    out.write_all(bytes).and_then(|()| out.flush()).map_err(|e| {
+        let message = format!("cannot write to standard output: {e}");
+        match e.kind() {
+            std::io::ErrorKind::BrokenPipe => {
+                Error::unreachable(message).with_source(StdoutClosed(e))
+            }
+            _ => Error::unreachable(message).with_source(e),
         }
-        _ => Ok(()),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -107,5 +201,26 @@ mod tests {
     fn every_sentinel_has_its_own_code_from_3_to_10() {
         let codes: Vec<u8> = Kind::ALL.into_iter().map(exit_code).collect();
         assert_eq!(codes, [3, 4, 5, 6, 7, 8, 9, 10]);
+    }
+
+    #[test]
+    fn only_a_closed_standard_output_ends_quietly() {
+        let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        let closed = Error::unreachable("write").with_source(StdoutClosed(pipe));
+        assert!(closed_stdout(&closed));
+        assert_eq!(exit(Err(closed)), ExitCode::SUCCESS);
+        // A broken pipe to the apiserver is an error like any other.
+        let socket = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        let other = Error::unreachable("watch").with_source(socket);
+        assert!(!closed_stdout(&other));
+        assert!(!closed_stdout(&Error::unreachable("watch")));
+    }
+
+    #[test]
+    fn ctrl_c_ends_with_130_and_only_an_interruption_does() {
+        assert_eq!(exit(Err(Error::unreachable("x").with_source(Interrupted(None)))), 130.into());
+        let note = Some("deletions go on");
+        assert_eq!(exit(Err(Error::unreachable("x").with_source(Interrupted(note)))), 130.into());
+        assert_eq!(exit(Err(Error::unreachable("x"))), ExitCode::from(8));
     }
 }

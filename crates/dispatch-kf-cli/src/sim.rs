@@ -77,7 +77,7 @@ impl ServeArgs {
                     .map_err(|e| Error::invalid(format!("cannot write {path}: {e}")))?;
                 eprintln!("dispatch-kf: simulated cluster at {}; kubeconfig in {path}", sim.url());
             }
-            None => print!("{kubeconfig}"),
+            None => crate::output::write_stdout(kubeconfig.as_bytes())?,
         }
         eprintln!("dispatch-kf: serving until interrupted (Ctrl-C); type help for the console");
         let gate = match self.gate {

@@ -1,0 +1,65 @@
+//! A `dispatch-kf sim serve` for tests that run the built command against a cluster:
+//! it serves until dropped, with its kubeconfig and a settings file in a folder of
+//! its own.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// The built command.
+pub(crate) fn bin() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dispatch-kf"));
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// A simulated cluster served by the built command, killed when dropped.
+pub(crate) struct Served {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Served {
+    /// Serves a cluster and returns once it answers (its "serving" line is written).
+    pub(crate) fn start(name: &str) -> Served {
+        let dir = std::env::temp_dir().join(format!("dispatch-kf-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let kubeconfig = dir.join("kubeconfig");
+        let mut child = bin()
+            .args(["sim", "serve", "--kubeconfig-out"])
+            .arg(&kubeconfig)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        for line in stderr.lines() {
+            if line.unwrap().contains("serving until interrupted") {
+                break;
+            }
+        }
+        let settings = serde_json::json!({
+            "name": "kf-sim", "namespace": "default",
+            "kubeconfig": {"path": kubeconfig},
+            "runtimes": [{"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}],
+            "timeouts": {"workload": "2s"}
+        });
+        std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+        Served { child, dir }
+    }
+
+    /// The command with `SUBCOMMAND --settings <this cluster's settings>`.
+    pub(crate) fn command(&self, subcommand: &str) -> Command {
+        let mut cmd = bin();
+        cmd.arg(subcommand).arg("--settings").arg(self.dir.join("settings.json"));
+        cmd
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

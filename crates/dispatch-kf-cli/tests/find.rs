@@ -1,0 +1,31 @@
+//! `find`'s machine-readable output has one shape (issue 19): the object with the
+//! job, its `objects` and its `inFlight` mark, whether standard output is not a terminal
+//! and no `-o` is given, or `-o json` or `-o yaml` is. docs/cli.md names these tests.
+
+mod common;
+
+use dispatch_core::Discovery;
+
+const JOB: &str = "01JDQ4V8Z6K3M0B7X2N5R9T1CE";
+
+fn find(served: &common::Served, format: &[&str]) -> Vec<u8> {
+    let out = served.command("find").args(format).arg(JOB).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+#[test]
+fn find_off_a_terminal_prints_the_same_object_as_with_o_json() {
+    let served = common::Served::start("find-shape");
+    let default = find(&served, &[]);
+    let json = find(&served, &["-o", "json"]);
+    assert_eq!(String::from_utf8_lossy(&default), String::from_utf8_lossy(&json));
+    let value: serde_json::Value = serde_json::from_slice(&default).unwrap();
+    let mut keys: Vec<&String> =
+        value.as_object().expect("an object, not an array").keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["inFlight", "job", "objects"], "{value}");
+    let found: Discovery = serde_json::from_value(value).unwrap();
+    let yaml: Discovery = serde_yaml_ng::from_slice(&find(&served, &["-o", "yaml"])).unwrap();
+    assert_eq!(found, yaml);
+}
