@@ -123,7 +123,7 @@ fn named(cmd: clap::Command, program: Program) -> clap::Command {
 }
 
 /// Runs the command as `program`: parses the arguments, runs the subcommand, and ends
-/// as [`output::exit`] says.
+/// as `output::exit` says.
 pub fn main(program: Program) -> ExitCode {
     let matches = command(program).get_matches();
     let cli = match Cli::from_arg_matches(&matches) {

@@ -314,7 +314,7 @@ impl Objects<'_> {
     }
 
     /// Reads `name`, lets `edit` change it, and writes it back with the resource
-    /// version it was read at; on a conflict it waits ([`conflict_backoff`]) and reads
+    /// version it was read at; on a conflict it waits (`conflict_backoff`) and reads
     /// again, up to [`CONFLICT_TRIES`] tries in all. Returns the object as written (or
     /// as read, when unchanged).
     pub async fn read_modify_write(

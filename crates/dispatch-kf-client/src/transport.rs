@@ -21,7 +21,7 @@ pub fn outcome_of(err: &kube::Error) -> Outcome {
 }
 
 /// `err` as a message safe to show or log: kube's own text, except for a failed token
-/// source, which is described by [`token_failure`] (kube's text may hold credentials).
+/// source, which is described by `token_failure` (kube's text may hold credentials).
 /// For code that talks to the apiserver with its own kube client (the gate controller).
 pub fn redacted(err: &kube::Error) -> String {
     match outcome_of(err) {
