@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::{cluster, e2e, run};
 
 /// Where each target's records are kept.
-fn records(target: &str) -> PathBuf {
+pub(crate) fn records(target: &str) -> PathBuf {
     cluster::cache_dir().join("fidelity").join(target)
 }
 
@@ -27,20 +27,51 @@ pub(crate) fn run(args: &[String]) -> run::Result {
                 let _ = std::fs::remove_dir_all(records(target));
             }
             e2e::suite_recording(None, &records("sim"))?;
-            let record_real = || {
-                let kubeconfig =
-                    cluster::up(&cluster::Options { kueue: true, ..Default::default() })?;
-                cluster::start_gate()?;
-                e2e::suite_recording(Some(&kubeconfig), &records("real"))
-            };
-            let result = record_real();
-            let stopped = cluster::down();
-            result.and(stopped)?;
+            record_real()?;
         }
         [flag] if flag == "--compare" => {}
         _ => return Err("usage: cargo xtask fidelity [--compare]".into()),
     }
     print!("{}", table(&records("sim"), &records("real"))?);
+    Ok(())
+}
+
+/// The suite on the real control plane with Kueue and the gate, recording into
+/// `records("real")`; the control plane is stopped at the end, passed or not.
+pub(crate) fn record_real() -> run::Result {
+    let _ = std::fs::remove_dir_all(records("real"));
+    let record = || {
+        let kubeconfig = cluster::up(&cluster::Options { kueue: true, ..Default::default() })?;
+        cluster::start_gate()?;
+        e2e::suite_recording(Some(&kubeconfig), &records("real"))
+    };
+    let result = record();
+    let stopped = cluster::down();
+    result.and(stopped)
+}
+
+/// `cargo xtask fixtures cluster [--from-records]`: the dump each scenario of the suite
+/// ended with on the real control plane, kept as `fixtures/dumps/cluster-<scenario>.json`
+/// (their snapshots are then reviewed like any other); with `--from-records`, from the
+/// last records instead of a new run.
+pub(crate) fn fixtures(args: &[String]) -> run::Result {
+    match args {
+        [what] if what == "cluster" => record_real()?,
+        [what, flag] if what == "cluster" && flag == "--from-records" => {}
+        _ => return Err("usage: cargo xtask fixtures cluster [--from-records]".into()),
+    }
+    let dumps = crate::run::project_root().join("fixtures").join("dumps");
+    let found = scenarios(&records("real"));
+    if found.is_empty() {
+        return Err(format!("no records in {}", records("real").display()));
+    }
+    for scenario in found {
+        let from = records("real").join(format!("{scenario}.dump.json"));
+        let to = dumps.join(format!("cluster-{scenario}.json"));
+        std::fs::copy(&from, &to)
+            .map_err(|e| format!("{} -> {}: {e}", from.display(), to.display()))?;
+        eprintln!("xtask: wrote {}", to.display());
+    }
     Ok(())
 }
 

@@ -8,6 +8,7 @@
 //!   cluster, or on the real control plane of `cargo xtask cluster` in both modes.
 //! - `cargo xtask cluster up|gate|down|build`: the real control plane (docs/real-cluster.md).
 //! - `cargo xtask fidelity`: the suite on the sim and on the real control plane, side by side.
+//! - `cargo xtask fixtures cluster`: keeps those real dumps as `fixtures/dumps/cluster-*.json`.
 //! - `cargo xtask install`: installs `dispatch-kf` and the kubectl plugin `kubectl-dispatch`.
 //!
 //! `tidy.rs` holds checks on the codebase itself, run as tests.
@@ -23,7 +24,8 @@ mod tidy;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <test|ci|bench classify|e2e|cluster|fidelity|install>
+const USAGE: &str =
+    "usage: cargo xtask <test|ci|bench classify|e2e|cluster|fidelity|fixtures|install>
 
   test             run every test of the workspace
   ci [--real]      cargo fmt --check, clippy -D warnings, cargo doc, then test; with
@@ -36,6 +38,8 @@ const USAGE: &str = "usage: cargo xtask <test|ci|bench classify|e2e|cluster|fide
                    the real control plane on localhost, built from upstream's Go modules
   fidelity [--compare]
                    the e2e suite on the sim and the real control plane, side by side
+  fixtures cluster [--from-records]
+                   keep the dumps the suite ended with on the real control plane
   install          cargo install dispatch-kf and the kubectl plugin kubectl-dispatch,
                    with shell completions and man pages";
 
@@ -48,6 +52,7 @@ fn main() -> ExitCode {
         Some("e2e") => e2e::run(&args[1..]),
         Some("cluster") => cluster::run(&args[1..]),
         Some("fidelity") => fidelity::run(&args[1..]),
+        Some("fixtures") => fidelity::fixtures(&args[1..]),
         Some("install") => install::run(&args[1..]),
         _ => {
             eprintln!("{USAGE}");

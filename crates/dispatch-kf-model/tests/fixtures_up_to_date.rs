@@ -43,9 +43,11 @@ fn generated_dumps_are_up_to_date() {
     assert!(generated.len() >= 40, "fewer than 40 dumps");
 }
 
-/// Whether a dump's name marks it hand-made, so that the generator leaves it alone.
+/// Whether a dump's name marks it as not the generator's, so that it leaves it alone:
+/// hand-made (`hand-`, `real-`) or recorded on the real control plane (`cluster-`,
+/// `cargo xtask fixtures cluster`).
 fn is_hand_made(name: &str) -> bool {
-    name.starts_with("hand-") || name.starts_with("real-")
+    ["hand-", "real-", "cluster-"].iter().any(|prefix| name.starts_with(prefix))
 }
 
 /// Every `real-*.json` dump has its line in `SOURCES.md`, and every line names a dump

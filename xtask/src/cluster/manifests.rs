@@ -125,22 +125,18 @@ pub(crate) fn webhook_configurations(
     out
 }
 
-fn groups_of(webhook: &Value) -> Vec<String> {
+/// The strings under `key` (`apiGroups`, `resources`) of every rule of a webhook.
+fn rule_strings(webhook: &Value, key: &str) -> Vec<String> {
     let rules = webhook["rules"].as_array().map(Vec::as_slice).unwrap_or_default();
     rules
         .iter()
-        .flat_map(|r| r["apiGroups"].as_array().cloned().unwrap_or_default())
+        .flat_map(|r| r[key].as_array().cloned().unwrap_or_default())
         .filter_map(|g| g.as_str().map(str::to_owned))
         .collect()
 }
 
-fn resources_of(webhook: &Value) -> Vec<String> {
-    let rules = webhook["rules"].as_array().map(Vec::as_slice).unwrap_or_default();
-    rules
-        .iter()
-        .flat_map(|r| r["resources"].as_array().cloned().unwrap_or_default())
-        .filter_map(|g| g.as_str().map(str::to_owned))
-        .collect()
+fn groups_of(webhook: &Value) -> Vec<String> {
+    rule_strings(webhook, "apiGroups")
 }
 
 /// One webhook calling the controller on localhost, with the selector upstream's
@@ -150,7 +146,7 @@ fn localhost_webhook(upstream: &Upstream, mut webhook: Value, port: u16, ca_bund
     let path = webhook["clientConfig"]["service"]["path"].as_str().unwrap_or("/").to_owned();
     webhook["clientConfig"] =
         json!({"url": format!("https://127.0.0.1:{port}{path}"), "caBundle": ca_bundle});
-    let pods = resources_of(&webhook).iter().any(|r| r == "pods");
+    let pods = rule_strings(&webhook, "resources").iter().any(|r| r == "pods");
     if upstream.command == JOBSET.command && pods {
         webhook["objectSelector"] = json!({"matchExpressions": [
             {"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}

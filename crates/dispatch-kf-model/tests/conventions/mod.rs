@@ -4,12 +4,15 @@
 //! `real-*.json`, is classified as `dispatch-kf classify` classifies it with no flag but
 //! `--mode`: the rest of its name starts `kueue-` for Kueue mode, and Nodes count as
 //! readable only when it holds one (refinement R6, `dump::nodes_readable_by_default`).
+//! A dump the real control plane printed, `cluster-*.json` (`cargo xtask fixtures
+//! cluster`), is read the same way.
 
 use dispatch_kf_model::{Mode, Options, Snapshot, dump};
 
 /// The options a dump's file name (and, for a real dump, its content) asks for.
 pub(crate) fn options_for(file: &str, snapshot: &Snapshot) -> Options {
-    let (name, nodes_readable) = match file.strip_prefix("real-") {
+    let as_printed = file.strip_prefix("real-").or_else(|| file.strip_prefix("cluster-"));
+    let (name, nodes_readable) = match as_printed {
         Some(rest) => (rest, dump::nodes_readable_by_default(snapshot)),
         None => (file, !file.ends_with("-no-nodes.json")),
     };
