@@ -26,6 +26,15 @@ fn redacted(text: &str) -> String {
         .join("\n")
 }
 
+/// The narration without the pod watcher's lines. In the Kueue scenario the gate runs on
+/// its own task in real time, so whether the pods of admission 1 are seen coming and
+/// going before the narration moves on differs from run to run (a clean-clone CI run
+/// saw them; most runs do not); the Watch lines and the checks below say what happened.
+fn without_pod_lines(text: &str) -> String {
+    let pod_line = |l: &&str| l.contains("cluster: + Pod ") || l.contains("cluster: - Pod ");
+    text.lines().filter(|l| !pod_line(l)).collect::<Vec<_>>().join("\n")
+}
+
 /// The one observation reported for `step` of submission `submission`.
 fn only<'a>(n: &'a Narration, step: &str, submission: u32) -> &'a ObjectObs {
     let seen: Vec<&ObjectObs> =
@@ -54,7 +63,7 @@ async fn preemption_is_preempted_not_failed_and_release_makes_a_new_execution() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kueue_preemption_waits_for_the_gate_and_release_readmits_as_a_new_execution() {
     let n = play("kueue").await;
-    insta::assert_snapshot!("kueue", redacted(n.text()));
+    insta::assert_snapshot!("kueue", without_pod_lines(&redacted(n.text())));
     assert_eq!(only(&n, "gated", 1).state, ObjectState::Gated);
     let first = only(&n, "running", 1).execution.expect("an execution");
     assert_eq!(first.admission, 1, "the gate approved admission 1");
