@@ -203,7 +203,8 @@ impl Kind {
     pub(crate) const ALL: [Kind; 4] =
         [Kind::TrainJob, Kind::TrainingRuntime, Kind::JobSet, Kind::Pod];
 
-    fn resource(self) -> ApiResource {
+    /// The kind's API resource.
+    pub(crate) fn resource(self) -> ApiResource {
         let (api_version, kind, plural) = match self {
             Kind::TrainJob => (keys::TRAINER_API_VERSION, keys::KIND_TRAIN_JOB, "trainjobs"),
             Kind::TrainingRuntime => {

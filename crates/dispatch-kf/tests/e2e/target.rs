@@ -195,8 +195,7 @@ impl Target {
 const PREEMPTOR: &str = "e2e-preemptor";
 
 fn workloads(kube: &kube::Client) -> kube::Api<kube::api::DynamicObject> {
-    let gvk = kube::api::GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload");
-    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "workloads");
+    let resource = super::suite::Kind::Workload.resource();
     kube::Api::namespaced_with(kube.clone(), NAMESPACE, &resource)
 }
 
