@@ -128,7 +128,7 @@ impl Sim {
             ns,
             pod,
             "PreemptionByScheduler",
-            "DefaultPreemption: preempting to accommodate a higher priority pod",
+            "default-scheduler: preempting to accommodate a higher priority pod",
         )
     }
 

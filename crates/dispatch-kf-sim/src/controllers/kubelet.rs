@@ -1,8 +1,8 @@
 //! The kubelet: a pod bound to a Ready node starts Running (container statuses, Ready
 //! conditions); a Terminating pod on a Ready node (or on no node) is removed once its
-//! containers stop, which the sim takes as at once (or, with `slow_termination`, when
-//! its grace period ends on the virtual clock); a pod on a node that is not Ready stays
-//! Terminating, as on a lost node.
+//! containers stop (exit 143, reported first), which the sim takes as at once (or, with
+//! `slow_termination`, when its grace period ends on the virtual clock); a pod on a node
+//! that is not Ready stays Terminating, as on a lost node.
 
 use serde_json::{Value, json};
 
@@ -62,11 +62,13 @@ pub(crate) fn run(state: &mut State) {
             if !grace_over && !node.is_empty() {
                 continue;
             }
-            if no_finalizers && (node.is_empty() || on_ready_node) {
-                state.store.remove(&key);
-            } else if on_ready_node && str_at(&pod, "/status/phase") == "Running" {
+            // A running container gets SIGTERM and exits 143, which the kubelet reports
+            // before the pod goes, as a real node's does.
+            if on_ready_node && str_at(&pod, "/status/phase") == "Running" {
                 super::super::verbs::terminate(&mut pod, 143, "Error", "", &now);
                 state.store.put(key, pod);
+            } else if no_finalizers && (node.is_empty() || on_ready_node) {
+                state.store.remove(&key);
             }
             continue;
         }

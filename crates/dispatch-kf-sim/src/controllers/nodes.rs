@@ -1,9 +1,9 @@
 //! Node lifecycle (kube-controller-manager's node lifecycle and taint-based eviction,
 //! and pod GC): pods on a node carrying the `unreachable` NoExecute taint are evicted
 //! after the default 300 s toleration (DisruptionTarget `DeletionByTaintManager`) and stay
-//! Terminating; pods bound to a Node that no longer exists, or Terminating on a node
-//! tainted `out-of-service`, are failed and force-deleted (DisruptionTarget
-//! `DeletionByPodGC`).
+//! Terminating; pods bound to a Node that no longer exists (DisruptionTarget
+//! `DeletionByPodGC`), or Terminating on a node tainted `out-of-service` (no condition of
+//! its own), are failed and force-deleted.
 
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
@@ -39,24 +39,28 @@ pub(crate) fn run(state: &mut State) {
             continue;
         }
         let node = state.store.get(&Key::new(id("nodes"), "", &node_name)).cloned();
+        // Pod GC fails the pod and force-deletes it. Only an orphan gets a condition of
+        // its own; on an out-of-service node the pod keeps what it had (the taint
+        // manager's), as kube-controller-manager's gcTerminating does. Containers keep
+        // their last status: no kubelet reports on them.
         let gc = match &node {
-            None => Some("PodGC: node no longer exists"),
-            Some(n) if taint(n, OUT_OF_SERVICE).is_some() && deleting(&pod) => {
-                Some("PodGC: node is out of service")
-            }
+            None => Some(Some("PodGC: node no longer exists")),
+            Some(n) if taint(n, OUT_OF_SERVICE).is_some() && deleting(&pod) => Some(None),
             _ => None,
         };
-        if let Some(message) = gc {
-            let already = str_at(&pod, "/status/phase") == "Failed";
-            set_condition(&mut pod, "DisruptionTarget", "True", "DeletionByPodGC", message, &now_s);
-            if !already {
-                super::super::verbs::terminate(
+        if let Some(condition) = gc {
+            if let Some(message) = condition {
+                set_condition(
                     &mut pod,
-                    137,
-                    "ContainerStatusUnknown",
-                    "The container could not be located when the pod was terminated",
+                    "DisruptionTarget",
+                    "True",
+                    "DeletionByPodGC",
+                    message,
                     &now_s,
                 );
+            }
+            if !matches!(str_at(&pod, "/status/phase"), "Failed" | "Succeeded") {
+                pod["status"]["phase"] = serde_json::json!("Failed");
             }
             state.store.put(key.clone(), pod);
             // Force deletion: no grace period; only finalizers still hold the pod.
