@@ -16,12 +16,16 @@ mod suite;
 mod target;
 
 use dispatch_core::{
-    Answer, Backend, Capability, CauseKind, JobId, Kind as Sentinel, ObjectObs, ObjectRef,
-    ObjectState, Provenance, Source, StartRequest,
+    Answer, Backend, Capability, CauseKind, CessationSignal, JobId, Kind as Sentinel, ObjectObs,
+    ObjectRef, ObjectState, OutputStream, Provenance, Source, StartRequest,
 };
 use dispatch_kf_model::keys;
+use futures::StreamExt;
 use serde_json::json;
-use suite::{Kind, Program, World, cx, job, name_an_unlisted_runtime, request, request_with_gpus};
+use suite::{
+    Kind, LOST_NODE, PREEMPTION_NODE, Program, Runtime, World, cx, job, name_an_unlisted_runtime,
+    rank_output, request, request_on, request_with_gpus,
+};
 
 impl World {
     /// Waits until an opened job runs on its two pods, on admission `admission`.
@@ -238,4 +242,104 @@ async fn a_kueue_job_is_admitted_by_the_gate_preempted_turned_away_then_readmitt
     assert!(after.index > before.index, "{before:?} then {after:?}");
     w.record("kueue-readmitted", &again).await;
     w.stop_leaves_nothing(&job).await;
+}
+
+#[tokio::test]
+async fn rank_zeros_output_reads_back_through_output() {
+    let job = job(10);
+    let w = World::for_job(&job).await;
+    let object = w.backend.start(&cx(), &request(&job, Program::Sleep)).await.unwrap();
+    w.backend.open(&cx(), &object).await.unwrap();
+    w.until_running(&job, &object, 1).await;
+    let printed = w
+        .target
+        .until("rank 0's output", async || {
+            let stream = w.backend.output(&cx(), &job, 1, OutputStream::Stdout, false).await;
+            let chunks: Vec<_> = stream.map_err(|e| e.to_string())?.collect().await;
+            let bytes: Vec<u8> = chunks.into_iter().flatten().flatten().collect();
+            let text = String::from_utf8(bytes).map_err(|e| e.to_string())?;
+            if text.is_empty() { Err("nothing yet".into()) } else { Ok(text) }
+        })
+        .await;
+    assert_eq!(printed, rank_output());
+    w.stop_leaves_nothing(&job).await;
+}
+
+#[tokio::test]
+async fn a_jobset_restart_is_a_new_execution_of_the_same_admission() {
+    let job = job(11);
+    let w = World::for_job(&job).await;
+    let request = request_on(&job, Program::FailFirstAttempt, Runtime::Restarting);
+    let object = w.backend.start(&cx(), &request).await.unwrap();
+    w.backend.open(&cx(), &object).await.unwrap();
+    let restarted = w
+        .until_found(&job, "the JobSet restarted and running", |o| {
+            o.state == ObjectState::Running && o.execution.is_some_and(|e| e.restart_attempt == 1)
+        })
+        .await;
+    let execution = restarted.execution.unwrap();
+    assert_eq!((execution.admission, execution.restart_attempt, execution.index), (1, 1, 2));
+    w.until_pods_run(&job, &object.name, 2).await;
+    w.record("jobset-restart", &restarted).await;
+    w.stop_leaves_nothing(&job).await;
+}
+
+#[tokio::test]
+async fn the_scheduler_preempting_a_rank_ends_the_job_preempted() {
+    let job = job(12);
+    let w = World::for_job(&job).await;
+    w.own_node(PREEMPTION_NODE, 8).await;
+    let watched = w.watch(&job);
+    let mut request = request_on(&job, Program::Sleep, Runtime::OnOwnNode(PREEMPTION_NODE));
+    request.spec.gpus_per_node = 4;
+    let object = w.backend.start(&cx(), &request).await.unwrap();
+    w.backend.open(&cx(), &object).await.unwrap();
+    w.until_running(&job, &object, 1).await;
+
+    let ranks = w.ranks(&job, &object.name).await;
+    w.target.scheduler_preempt(w.kube(), &ranks[0].0, PREEMPTION_NODE, 4).await;
+    let ended = w
+        .until_watched(&watched, "the job ended preempted", |o| o.state == ObjectState::Ended)
+        .await;
+    assert_eq!(
+        (ended.cause.kind, ended.cause.provenance),
+        (CauseKind::Preempted, Some(Provenance::Scheduler)),
+        "{ended:#?}"
+    );
+    w.record("scheduler-preempted", &ended).await;
+    w.target.end_scheduler_preemption(w.kube()).await;
+    w.stop_leaves_nothing(&job).await;
+    w.target.remove_node(w.kube(), PREEMPTION_NODE).await;
+}
+
+#[tokio::test]
+async fn a_lost_node_is_node_lost_and_ceased_only_once_out_of_service() {
+    let job = job(13);
+    let w = World::for_job(&job).await;
+    w.own_node(LOST_NODE, 8).await;
+    let watched = w.watch(&job);
+    let request = request_on(&job, Program::Sleep, Runtime::OnOwnNode(LOST_NODE));
+    let object = w.backend.start(&cx(), &request).await.unwrap();
+    w.backend.open(&cx(), &object).await.unwrap();
+    w.until_running(&job, &object, 1).await;
+
+    w.target.lose_node(w.kube(), LOST_NODE).await;
+    let lost = w
+        .until_watched(&watched, "the job's node lost", |o| o.cause.kind == CauseKind::NodeLost)
+        .await;
+    assert_ne!(lost.state, ObjectState::Ended, "{lost:#?}");
+    let cessation = w.backend.ceased(&cx(), &object).await.unwrap();
+    assert!(!cessation.ceased, "an unreachable node may still run its ranks: {cessation:#?}");
+    w.until_watched(&watched, "the ranks evicted", |o| o.cause.detail.contains("terminating"))
+        .await;
+
+    w.target.take_out_of_service(w.kube(), LOST_NODE).await;
+    let ended = w.until_watched(&watched, "the job ended", |o| o.state == ObjectState::Ended).await;
+    assert_eq!(ended.cause.kind, CauseKind::NodeLost, "{ended:#?}");
+    let cessation = w.backend.ceased(&cx(), &object).await.unwrap();
+    let nodes: Vec<&str> = cessation.nodes.iter().map(|n| n.node.as_str()).collect();
+    assert!(cessation.ceased && nodes == [LOST_NODE], "{cessation:#?}");
+    w.record("node-lost", &ended).await;
+    w.stop_leaves_nothing(&job).await;
+    w.target.remove_node(w.kube(), LOST_NODE).await;
 }

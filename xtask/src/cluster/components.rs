@@ -71,16 +71,44 @@ pub(crate) fn start_all(dir: &Path, options: &Options) -> Result<PathBuf, String
 }
 
 fn admin_kubeconfig(pki: &Pki) -> Result<String, String> {
+    let user = [
+        ("client-certificate-data", Pki::base64_of(&pki.admin_crt())?),
+        ("client-key-data", Pki::base64_of(&pki.admin_key())?),
+    ];
+    kubeconfig(pki, "admin", &user)
+}
+
+/// A kubeconfig for the ServiceAccount `name` with its `token`.
+pub(crate) fn token_kubeconfig(pki: &Pki, name: &str, token: &str) -> Result<String, String> {
+    kubeconfig(pki, name, &[("token", token.to_owned())])
+}
+
+/// A kubeconfig for the cluster, as the user `name` whose credentials are `user`.
+fn kubeconfig(pki: &Pki, name: &str, user: &[(&str, String)]) -> Result<String, String> {
+    let user: String = user.iter().map(|(key, value)| format!("    {key}: {value}\n")).collect();
     Ok(format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: dispatch-kf\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority-data: {}\nusers:\n- name: admin\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: dispatch-kf\n  context: {{cluster: dispatch-kf, user: admin, namespace: default}}\ncurrent-context: dispatch-kf\n",
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: dispatch-kf\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority-data: {}\nusers:\n- name: {name}\n  user:\n{user}contexts:\n- name: dispatch-kf\n  context: {{cluster: dispatch-kf, user: {name}, namespace: default}}\ncurrent-context: dispatch-kf\n",
         port::APISERVER,
         Pki::base64_of(&pki.ca_crt())?,
-        Pki::base64_of(&pki.admin_crt())?,
-        Pki::base64_of(&pki.admin_key())?,
     ))
 }
 
-fn path(p: &Path) -> &str {
+/// Runs kubectl with `kubeconfig`: its output, or why it failed.
+pub(crate) fn kubectl(kubeconfig: &Path, args: &[&str]) -> Result<String, String> {
+    let output = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run kubectl (is it installed?): {e}"))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(format!("kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&output.stderr)))
+    }
+}
+
+pub(crate) fn path(p: &Path) -> &str {
     p.to_str().expect("the cache path is UTF-8")
 }
 
@@ -127,17 +155,7 @@ impl Plane<'_> {
     }
 
     fn kubectl(&self, args: &[&str]) -> Result<String, String> {
-        let output = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args)
-            .output()
-            .map_err(|e| format!("cannot run kubectl (is it installed?): {e}"))?;
-        if output.status.success() {
-            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-        } else {
-            Err(format!("kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&output.stderr)))
-        }
+        kubectl(&self.kubeconfig, args)
     }
 
     /// `kubectl wait` for a condition, asked again while the objects are too new to have
@@ -250,10 +268,12 @@ impl Plane<'_> {
 
     /// kwok, then `options.nodes` nodes `kwok-node-<i>` that it makes Ready.
     fn kwok(&self, options: &Options) -> Result<(), String> {
-        let stages = crate::run::project_root().join("xtask/cluster/kwok-stages.yaml");
+        let config = self.dir.join("kwok.yaml");
+        std::fs::write(&config, kwok_config()?)
+            .map_err(|e| format!("{}: {e}", config.display()))?;
         let mut kwok = self.command("kwok");
         kwok.arg(format!("--kubeconfig={}", path(&self.kubeconfig)))
-            .arg(format!("--config={}", path(&stages)))
+            .arg(format!("--config={}", path(&config)))
             .arg("--manage-all-nodes=false")
             .arg(format!(
                 "--manage-nodes-with-label-selector={}={}",
@@ -355,6 +375,28 @@ impl Plane<'_> {
 /// A controller's configuration file: its webhook on `webhook_port` serving the files of
 /// `certs`, health on `health`, no metrics, no leader election, no certificate
 /// management of its own (it would make certificates for in-cluster Service names).
+/// kwok's configuration: our stages (`xtask/cluster/kwok-stages.yaml`), and a
+/// `ClusterLogs` that serves every pod's `node` container's output from
+/// `fixtures/cluster/rank-output.log`, a file in the container runtime's (CRI) log format,
+/// which kwok reads by absolute path.
+fn kwok_config() -> Result<String, String> {
+    let root = crate::run::project_root();
+    let stages = root.join("xtask/cluster/kwok-stages.yaml");
+    let stages =
+        std::fs::read_to_string(&stages).map_err(|e| format!("{}: {e}", stages.display()))?;
+    let logs = json!({
+        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
+        "metadata": {"name": "rank-output"},
+        "spec": {"logs": [{
+            "containers": ["node"],
+            "logsFile": path(&root.join(manifests::RANK_OUTPUT)),
+            "follow": false
+        }]}
+    });
+    // JSON is YAML: the document is appended as it is.
+    Ok(format!("{stages}---\n{logs}\n"))
+}
+
 fn controller_config(upstream: &Upstream, webhook_port: u16, health: &str, certs: &Path) -> String {
     let certs = path(certs);
     match upstream.command {

@@ -68,6 +68,11 @@ pub(crate) fn dispatch_ready(mut runtime: Value) -> Value {
 /// go of it (its lease stops), as a node that stops heartbeating.
 pub(crate) const KWOK_MANAGED: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
 
+/// What every pod's `node` container prints, as kwok serves it through `pods/log`: a
+/// file (relative to the project root) in the container runtime's log format, one
+/// `<time> stdout F <line>` a line. The e2e suite reads it to know what Output returns.
+pub(crate) const RANK_OUTPUT: &str = "fixtures/cluster/rank-output.log";
+
 /// The CRD files of `upstream` in its module folder `dir`.
 pub(crate) fn crd_files(dir: &Path, upstream: &Upstream) -> Result<Vec<PathBuf>, String> {
     let folder = dir.join(upstream.crds);

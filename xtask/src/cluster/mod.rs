@@ -121,31 +121,53 @@ pub(crate) fn down() -> run::Result {
     Ok(())
 }
 
-/// Builds `dispatch-kf-gate` and starts it against the running cluster (with the
-/// admin's kubeconfig, its Lease in `dispatch-system`), as one more of its processes, so
-/// `down` stops it too; a gate already running is stopped first.
+/// The gate's ServiceAccount, RBAC and namespace, as a cluster would have them.
+const GATE_RBAC: &str = "crates/dispatch-kf-gate/deploy/rbac.yaml";
+/// The gate's ServiceAccount and namespace, as `GATE_RBAC` names them.
+const GATE_ACCOUNT: (&str, &str) = ("dispatch-system", "dispatch-kf-gate");
+
+/// Builds `dispatch-kf-gate` and starts it against the running cluster as one more of
+/// its processes, so `down` stops it too; a gate already running is stopped first. It
+/// runs as its ServiceAccount, with only the permissions of `GATE_RBAC`, which this
+/// applies first: the e2e suite's Kueue scenario thereby proves they are enough.
 pub(crate) fn start_gate() -> run::Result {
     run::cargo(&["build", "-p", "dispatch-kf-gate", "--locked"])?;
     let _killed = process::stop_one(&run_dir(), "dispatch-kf-gate", Duration::from_secs(10));
+    let kubeconfig = gate_kubeconfig()?;
     let binary = run::target_dir().join("debug").join("dispatch-kf-gate");
     let mut gate = std::process::Command::new(binary);
-    gate.arg("--kubeconfig").arg(run_dir().join(KUBECONFIG_NAME)).args([
+    gate.arg("--kubeconfig").arg(&kubeconfig).args([
         "--lease-namespace",
-        "dispatch-system",
+        GATE_ACCOUNT.0,
         "--identity",
         "xtask-gate",
     ]);
     let pid = process::spawn(&run_dir(), "dispatch-kf-gate", gate)?;
     // It is ready when its Lease names it.
     process::wait_ready(&run_dir(), "dispatch-kf-gate", pid, Duration::from_secs(60), || {
-        std::process::Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(run_dir().join(KUBECONFIG_NAME))
-            .args(["-n", "dispatch-system", "get", "lease", "dispatch-readmission-gate"])
-            .args(["-o", "jsonpath={.spec.holderIdentity}"])
-            .output()
-            .is_ok_and(|o| o.stdout == b"xtask-gate")
+        let lease = ["-n", GATE_ACCOUNT.0, "get", "lease", "dispatch-readmission-gate"];
+        let holder = [&lease[..], &["-o", "jsonpath={.spec.holderIdentity}"]].concat();
+        admin_kubectl(&holder).is_ok_and(|holder| holder == "xtask-gate")
     })
+}
+
+/// Applies the gate's RBAC and writes a kubeconfig with a day's token of its
+/// ServiceAccount into the run folder.
+fn gate_kubeconfig() -> Result<PathBuf, String> {
+    let rbac = run::project_root().join(GATE_RBAC);
+    admin_kubectl(&["apply", "-f", components::path(&rbac)])?;
+    let (namespace, account) = GATE_ACCOUNT;
+    let token = admin_kubectl(&["-n", namespace, "create", "token", account, "--duration=24h"])?;
+    let pki = pki::Pki { dir: run_dir().join("pki") };
+    let text = components::token_kubeconfig(&pki, account, token.trim())?;
+    let file = run_dir().join("gate.kubeconfig");
+    std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(file)
+}
+
+/// Runs kubectl as the cluster's admin.
+fn admin_kubectl(args: &[&str]) -> Result<String, String> {
+    components::kubectl(&run_dir().join(KUBECONFIG_NAME), args)
 }
 
 #[cfg(test)]

@@ -2,10 +2,13 @@
 //! namespace, the runtime it brings, the image, the programs its pods run, the settings,
 //! and the plain Kubernetes reads that check what the Backend says.
 
-use dispatch_core::{Backend, CallContext, JobId, JobSpec, ObjectObs, StartRequest};
+use std::sync::{Arc, Mutex};
+
+use dispatch_core::{Backend, CallContext, JobId, JobSpec, ObjectObs, StartRequest, Watcher};
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_client::Cluster;
 use dispatch_kf_model::{Settings, keys};
+use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
@@ -37,6 +40,9 @@ pub(crate) enum Program {
     ExhaustMemory,
     /// Never starts: the prologue finds no working directory and exits 125.
     MissingWorkdir,
+    /// Exits 1 on the JobSet's first attempt and runs like [`Program::Sleep`] once the
+    /// JobSet has restarted (it reads the attempt from `DISPATCH_K8S_RESTART_ATTEMPT`).
+    FailFirstAttempt,
 }
 
 /// The working directory [`Program::MissingWorkdir`] asks for.
@@ -44,12 +50,13 @@ pub(crate) const MISSING_WORKDIR: &str = "/nonexistent/dispatch-e2e";
 
 impl Program {
     /// Every program.
-    pub(crate) const ALL: [Program; 5] = [
+    pub(crate) const ALL: [Program; 6] = [
         Program::Sleep,
         Program::Succeed,
         Program::Fail,
         Program::ExhaustMemory,
         Program::MissingWorkdir,
+        Program::FailFirstAttempt,
     ];
 
     /// The job's command.
@@ -59,6 +66,9 @@ impl Program {
             Program::Succeed => &["sh", "-c", "exit 0"],
             Program::Fail => &["sh", "-c", "exit 1"],
             Program::ExhaustMemory => &["sh", "-c", "tail /dev/zero"],
+            Program::FailFirstAttempt => {
+                &["sh", "-c", "test \"$DISPATCH_K8S_RESTART_ATTEMPT\" != 0 || exit 1; sleep 600"]
+            }
         }
     }
 
@@ -76,10 +86,12 @@ impl Program {
         }
     }
 
-    /// How a rank running it ends by itself: its exit code and the runtime's reason.
-    pub(crate) fn ending(self) -> Option<(i64, &'static str)> {
+    /// How a rank running it on the JobSet's `restart_attempt` ends by itself: its exit
+    /// code and the runtime's reason.
+    pub(crate) fn ending(self, restart_attempt: u32) -> Option<(i64, &'static str)> {
         match self {
             Program::Sleep => None,
+            Program::FailFirstAttempt => (restart_attempt == 0).then_some((1, "Error")),
             Program::Succeed => Some((0, "Completed")),
             Program::Fail => Some((1, "Error")),
             Program::ExhaustMemory => Some((137, "OOMKilled")),
@@ -88,30 +100,93 @@ impl Program {
     }
 }
 
-/// The suite's runtime: the Trainer's torch shape, stating what dispatch requires of a
-/// runtime (`restartPolicy: Never`, `backoffLimit: 0`), which the Trainer's stock
-/// `torch-distributed` does not.
-fn runtime() -> Value {
-    json!({
-        "apiVersion": keys::TRAINER_API_VERSION, "kind": keys::KIND_TRAINING_RUNTIME,
-        "metadata": {"name": RUNTIME, "namespace": NAMESPACE,
-                     "labels": {"trainer.kubeflow.org/framework": "torch"}},
-        "spec": {
-            "mlPolicy": {"numNodes": 1, "torch": {}},
-            "template": {"spec": {"replicatedJobs": [{
-                "name": "node",
-                "template": {
-                    "metadata": {"labels": {(keys::TRAINER_ANCESTOR_STEP): keys::TRAINER_STEP}},
-                    "spec": {"backoffLimit": 0, "template": {"spec": {
-                        "restartPolicy": "Never",
-                        "terminationGracePeriodSeconds": 5,
-                        "containers": [{"name": keys::NODE_CONTAINER, "image": IMAGE,
-                                        "command": ["sh", "-c", "echo runtime default"]}]
-                    }}}
-                }
-            }]}}
+/// What every rank prints: on the real control plane kwok serves it for every `node`
+/// container from `fixtures/cluster/rank-output.log` (the container runtime's log
+/// format, `<time> <stream> <tag> <line>`); on the sim the target sets it.
+pub(crate) fn rank_output() -> String {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/cluster/rank-output.log");
+    let text = std::fs::read_to_string(file).expect("fixtures/cluster/rank-output.log");
+    text.lines()
+        .map(|line| line.splitn(4, ' ').nth(3).unwrap_or_default().to_owned() + "\n")
+        .collect()
+}
+
+/// The runtimes the suite brings into its namespace, each the Trainer's torch shape
+/// stating what dispatch requires of a runtime (`restartPolicy: Never`, `backoffLimit:
+/// 0`), which the Trainer's stock `torch-distributed` does not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Runtime {
+    /// Ranks go wherever the scheduler puts them; a failed rank fails the JobSet.
+    Plain,
+    /// The JobSet restarts once on failure (its `failurePolicy.maxRestarts: 1`).
+    Restarting,
+    /// Ranks run only on the scenario's own node (`World::own_node`), so that what
+    /// the scenario does to that node touches no other scenario's pods.
+    OnOwnNode(&'static str),
+}
+
+/// The node of the scheduler-preemption scenario.
+pub(crate) const PREEMPTION_NODE: &str = "dispatch-e2e-preemption";
+/// The node of the node-loss scenario.
+pub(crate) const LOST_NODE: &str = "dispatch-e2e-node-loss";
+/// The taint that keeps every pod but its scenario's off an own node; its value is the
+/// node's name.
+pub(crate) const OWN_NODE_TAINT: &str = "dispatch-e2e/own-node";
+
+impl Runtime {
+    /// Every runtime the suite brings.
+    pub(crate) const ALL: [Runtime; 4] = [
+        Runtime::Plain,
+        Runtime::Restarting,
+        Runtime::OnOwnNode(PREEMPTION_NODE),
+        Runtime::OnOwnNode(LOST_NODE),
+    ];
+
+    /// The TrainingRuntime's name.
+    pub(crate) fn name(self) -> String {
+        match self {
+            Runtime::Plain => RUNTIME.to_owned(),
+            Runtime::Restarting => format!("{RUNTIME}-restarting"),
+            Runtime::OnOwnNode(node) => format!("{RUNTIME}-on-{node}"),
         }
-    })
+    }
+
+    /// The TrainingRuntime.
+    fn object(self) -> Value {
+        let mut pod = json!({
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 5,
+            "containers": [{"name": keys::NODE_CONTAINER, "image": IMAGE,
+                            "command": ["sh", "-c", "echo runtime default"]}]
+        });
+        if let Runtime::OnOwnNode(node) = self {
+            pod["nodeSelector"] = json!({"kubernetes.io/hostname": node});
+            pod["tolerations"] = json!([{
+                "key": OWN_NODE_TAINT, "operator": "Equal", "value": node, "effect": "NoSchedule"
+            }]);
+        }
+        let mut jobset = json!({"replicatedJobs": [{
+            "name": "node",
+            "template": {
+                "metadata": {"labels": {(keys::TRAINER_ANCESTOR_STEP): keys::TRAINER_STEP}},
+                "spec": {"backoffLimit": 0, "template": {"spec": pod}}
+            }
+        }]});
+        if self == Runtime::Restarting {
+            jobset["failurePolicy"] = json!({"maxRestarts": 1});
+        }
+        json!({
+            "apiVersion": keys::TRAINER_API_VERSION, "kind": keys::KIND_TRAINING_RUNTIME,
+            "metadata": {"name": self.name(), "namespace": NAMESPACE,
+                         "labels": {"trainer.kubeflow.org/framework": "torch"}},
+            "spec": {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {"spec": jobset}}
+        })
+    }
+
+    /// How a request or the settings name it.
+    fn reference(self) -> Value {
+        json!({"kind": keys::KIND_TRAINING_RUNTIME, "name": self.name()})
+    }
 }
 
 /// The LocalQueue Kueue-mode scenarios submit to, in the suite's namespace, on the
@@ -129,11 +204,11 @@ pub(crate) enum Mode {
 
 /// The settings every scenario's Backend is made with.
 fn settings(mode: Mode) -> Settings {
-    let runtime = json!({"kind": keys::KIND_TRAINING_RUNTIME, "name": RUNTIME});
+    let runtimes: Vec<Value> = Runtime::ALL.into_iter().map(Runtime::reference).collect();
     let mut settings = json!({
         "name": "kubeflow-e2e",
         "namespace": NAMESPACE,
-        "runtimes": [runtime],
+        "runtimes": runtimes,
         "timeouts": {"request": "30s", "workload": "3s", "stopJob": "5m", "callBound": "90s"},
     });
     if mode == Mode::Kueue {
@@ -151,6 +226,11 @@ pub(crate) fn job(n: u32) -> JobId {
 /// Submission 1 of `job`: two nodes, no GPU, running `program`, with a time limit that
 /// ends anything a failed run leaves behind on a real cluster.
 pub(crate) fn request(job: &JobId, program: Program) -> StartRequest {
+    request_on(job, program, Runtime::Plain)
+}
+
+/// [`request`] on `runtime`.
+pub(crate) fn request_on(job: &JobId, program: Program, runtime: Runtime) -> StartRequest {
     serde_json::from_value(json!({
         "job": job.as_str(), "generation": 3, "submission": 1, "attempt": 1,
         "spec": {
@@ -158,7 +238,7 @@ pub(crate) fn request(job: &JobId, program: Program) -> StartRequest {
             "nodes": 2, "gpusPerNode": 0, "timeLimit": "15m",
             "extensions": {
                 "dispatch/Image": {"ref": IMAGE},
-                (keys::EXT_RUNTIME_REF): {"kind": keys::KIND_TRAINING_RUNTIME, "name": RUNTIME}
+                (keys::EXT_RUNTIME_REF): runtime.reference()
             }
         }
     }))
@@ -255,10 +335,12 @@ impl World {
         let namespaces: Api<DynamicObject> = Api::all_with(kube.clone(), &namespace);
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
         namespaces.patch(NAMESPACE, &apply, &Patch::Apply(&ns)).await.expect("the namespace");
-        Self::api(&kube, Kind::TrainingRuntime)
-            .patch(RUNTIME, &apply, &Patch::Apply(&runtime()))
-            .await
-            .expect("the suite's runtime");
+        for runtime in Runtime::ALL {
+            Self::api(&kube, Kind::TrainingRuntime)
+                .patch(&runtime.name(), &apply, &Patch::Apply(&runtime.object()))
+                .await
+                .unwrap_or_else(|e| panic!("the suite's runtime {}: {e}", runtime.name()));
+        }
         if mode == Mode::Kueue {
             let queue = json!({
                 "apiVersion": keys::KUEUE_API_VERSION, "kind": "LocalQueue",
@@ -423,6 +505,96 @@ impl World {
                 }
             })
             .await;
+    }
+}
+
+/// What Watch has said of a job so far, gathered by a task of its own, as a supervisor
+/// would: its evidence outlives pods the cluster has already removed.
+pub(crate) struct Watched {
+    seen: Arc<Mutex<Vec<ObjectObs>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl World {
+    /// Starts watching `job`; a watch that fails is subscribed to again, as the Watch
+    /// contract asks.
+    pub(crate) fn watch(&self, job: &JobId) -> Watched {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (backend, job, into) = (self.backend.clone(), job.clone(), seen.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok(mut stream) = backend.watch(&cx(), &job).await else { continue };
+                while let Some(Ok(obs)) = stream.next().await {
+                    into.lock().expect("not poisoned").push(obs);
+                }
+            }
+        });
+        Watched { seen, task }
+    }
+
+    /// Waits until Watch has reported an observation `want` accepts; fails with the
+    /// last one it reported.
+    pub(crate) async fn until_watched(
+        &self,
+        watched: &Watched,
+        what: &str,
+        want: impl Fn(&ObjectObs) -> bool,
+    ) -> ObjectObs {
+        self.target
+            .until(what, async || {
+                let seen = watched.seen.lock().expect("not poisoned");
+                match seen.iter().find(|o| want(o)) {
+                    Some(found) => Ok(found.clone()),
+                    None => Err(format!("{:#?}", seen.last())),
+                }
+            })
+            .await
+    }
+
+    /// Gives the scenario a node of its own with `gpus` GPUs, tainted so that only
+    /// [`Runtime::OnOwnNode`] pods run there; a node of that name left by an earlier run
+    /// is replaced.
+    pub(crate) async fn own_node(&self, name: &'static str, gpus: u32) {
+        self.target.add_node(&self.kube, name, gpus, OWN_NODE_TAINT).await;
+        self.target
+            .until(&format!("node {name} Ready"), async || {
+                let node = Self::api(&self.kube, Kind::Node).get(name).await;
+                let node = node.map_err(|e| e.to_string())?;
+                let conditions = node.data["status"]["conditions"].as_array().cloned();
+                let ready = conditions
+                    .unwrap_or_default()
+                    .into_iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True");
+                if ready { Ok(()) } else { Err(format!("{:#?}", node.data["status"])) }
+            })
+            .await;
+    }
+
+    /// The pods of `job`'s TrainJob `name`, by rank: (pod, node).
+    pub(crate) async fn ranks(&self, job: &JobId, name: &str) -> Vec<(String, String)> {
+        let mut ranks: Vec<(String, String, String)> = self
+            .labelled(Kind::Pod, job)
+            .await
+            .into_iter()
+            .filter(|p| {
+                let labels = p.metadata.labels.as_ref();
+                labels.and_then(|l| l.get(keys::JOBSET_NAME)).map(String::as_str) == Some(name)
+            })
+            .map(|p| {
+                let labels = p.metadata.labels.clone().unwrap_or_default();
+                let index = labels.get(keys::JOB_COMPLETION_INDEX).cloned().unwrap_or_default();
+                let node = p.data["spec"]["nodeName"].as_str().unwrap_or_default().to_owned();
+                (index, p.metadata.name.unwrap_or_default(), node)
+            })
+            .collect();
+        ranks.sort();
+        ranks.into_iter().map(|(_, pod, node)| (pod, node)).collect()
     }
 }
 

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Propagation, Sim, SimOptions};
-use serde_json::Value;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use serde_json::{Value, json};
 
 use super::suite::{NAMESPACE, Program};
 
@@ -21,6 +22,8 @@ const REAL_PATIENCE: Duration = Duration::from_secs(300);
 const REAL_POLL: Duration = Duration::from_secs(2);
 /// Virtual time the simulated cluster moves on between two looks.
 const SIM_STEP: Duration = Duration::from_secs(5);
+/// Real time the simulated cluster's readers get after each step.
+const SIM_CATCH_UP: Duration = Duration::from_millis(50);
 /// Looks on the simulated cluster before a wait fails: ten virtual minutes.
 const SIM_STEPS: u32 = 120;
 
@@ -136,13 +139,12 @@ impl Target {
     /// moves on; on a real cluster, the suite sleeps.
     async fn pass_time(&self) {
         match self {
-            Target::Sim(sim, gate) => {
+            Target::Sim(sim, _) => {
                 run_programs(sim);
                 sim.advance(SIM_STEP);
-                if gate.is_some() {
-                    // The gate reconciles on its own task: give it a moment to.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
+                // What reads the sim on tasks of its own (the gate reconciling, a Watch
+                // gathering evidence) runs on the test's runtime: give it a moment to.
+                tokio::time::sleep(SIM_CATCH_UP).await;
             }
             Target::Real(_) => tokio::time::sleep(REAL_POLL).await,
         }
@@ -160,7 +162,7 @@ impl Target {
             }
             Target::Real(_) => {
                 let api = workloads(kube);
-                let preemptor = serde_json::from_value(serde_json::json!({
+                let preemptor = serde_json::from_value(json!({
                     "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
                     "metadata": {"name": PREEMPTOR, "namespace": NAMESPACE},
                     "spec": {"queueName": super::suite::QUEUE, "priority": 1_000_000, "podSets": [{
@@ -191,33 +193,217 @@ impl Target {
     }
 }
 
+impl Target {
+    /// Adds the node `name` with `gpus` GPUs, tainted `taint=<name>:NoSchedule`,
+    /// replacing one of that name: on the sim by its verb, on a real cluster as a Node
+    /// that kwok manages (its label) and makes Ready.
+    pub(crate) async fn add_node(&self, kube: &kube::Client, name: &str, gpus: u32, taint: &str) {
+        let nodes = nodes(kube);
+        let taints = json!([{"key": taint, "value": name, "effect": "NoSchedule"}]);
+        match self {
+            Target::Sim(sim, _) => {
+                sim.delete_node(name);
+                sim.add_gpu_node(name, gpus);
+                let patch = json!({"spec": {"taints": taints}});
+                nodes
+                    .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .expect("taint");
+            }
+            Target::Real(_) => {
+                if nodes.get_opt(name).await.expect("read the node").is_some() {
+                    nodes.delete(name, &Default::default()).await.expect("delete the old node");
+                    self.until(&format!("the old {name} gone"), async || {
+                        match nodes.get_opt(name).await.map_err(|e| e.to_string())? {
+                            Some(_) => Err("still there".into()),
+                            None => Ok(()),
+                        }
+                    })
+                    .await;
+                }
+                let node = serde_json::from_value(kwok_node(name, gpus, taints)).expect("a Node");
+                nodes.create(&Default::default(), &node).await.expect("create the node");
+            }
+        }
+    }
+
+    /// The node stops reporting, as when its kubelet or its network dies: on the sim by
+    /// its verb; on a real cluster by taking kwok's label off it, so that kwok lets go of
+    /// it and its lease runs out.
+    pub(crate) async fn lose_node(&self, kube: &kube::Client, name: &str) {
+        match self {
+            Target::Sim(sim, _) => assert!(sim.lose_node(name), "lose {name}"),
+            Target::Real(_) => {
+                let patch = json!({"metadata": {"labels": {KWOK_MANAGED: null}}});
+                let params = PatchParams::default();
+                nodes(kube).patch(name, &params, &Patch::Merge(&patch)).await.expect("unlabel");
+            }
+        }
+    }
+
+    /// An administrator confirms the node is down: the `out-of-service` taint.
+    pub(crate) async fn take_out_of_service(&self, kube: &kube::Client, name: &str) {
+        match self {
+            Target::Sim(sim, _) => assert!(sim.taint_out_of_service(name), "taint {name}"),
+            Target::Real(_) => {
+                let nodes = nodes(kube);
+                // The node lifecycle controller writes taints too: the taint goes in on
+                // the version read, and again on a conflict.
+                self.until("the out-of-service taint", async || {
+                    let node = nodes.get(name).await.map_err(|e| e.to_string())?;
+                    let mut taints = node.data["spec"]["taints"].as_array().cloned().unwrap_or_default();
+                    taints.push(json!({"key": OUT_OF_SERVICE, "value": "nodeshutdown", "effect": "NoExecute"}));
+                    let patch = json!({"metadata": {"resourceVersion": node.metadata.resource_version},
+                                       "spec": {"taints": taints}});
+                    let params = PatchParams::default();
+                    nodes.patch(name, &params, &Patch::Merge(&patch)).await.map_err(|e| e.to_string())
+                })
+                .await;
+            }
+        }
+    }
+
+    /// Removes the node, once its scenario is done with it.
+    pub(crate) async fn remove_node(&self, kube: &kube::Client, name: &str) {
+        match self {
+            Target::Sim(sim, _) => drop(sim.delete_node(name)),
+            Target::Real(_) => {
+                let gone = nodes(kube).delete(name, &Default::default()).await;
+                gone.map(drop).or_else(not_found).expect("delete the node");
+            }
+        }
+    }
+
+    /// The scheduler preempts `victim` on `node` for a pod of higher priority that needs
+    /// `gpus` GPUs there: on the sim by its verb; on a real cluster by creating that pod
+    /// (`dispatch-e2e-preemptor`, of the PriorityClass `dispatch-e2e-high`), which the
+    /// real scheduler can place only by preempting a rank.
+    pub(crate) async fn scheduler_preempt(
+        &self,
+        kube: &kube::Client,
+        victim: &str,
+        node: &str,
+        gpus: u32,
+    ) {
+        match self {
+            Target::Sim(sim, _) => assert!(sim.preempt(NAMESPACE, victim), "preempt {victim}"),
+            Target::Real(_) => create_preemptor(kube, node, gpus).await,
+        }
+    }
+
+    /// The higher-priority pod of [`Target::scheduler_preempt`] goes.
+    pub(crate) async fn end_scheduler_preemption(&self, kube: &kube::Client) {
+        if let Target::Real(_) = self {
+            let gone = pods(kube)
+                .delete(SCHEDULER_PREEMPTOR, &DeleteParams::default().grace_period(0))
+                .await;
+            gone.map(drop).or_else(not_found).expect("delete the preemptor pod");
+        }
+    }
+}
+
+/// Creates the PriorityClass `dispatch-e2e-high` and, of that class, a pod that needs
+/// `gpus` GPUs on `node` (replacing one left by an earlier run).
+async fn create_preemptor(kube: &kube::Client, node: &str, gpus: u32) {
+    let class = json!({
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": HIGH_PRIORITY}, "value": 1_000_000
+    });
+    let classes = Api::<DynamicObject>::all_with(kube.clone(), &priority_classes());
+    let apply = PatchParams::apply("dispatch-kf-e2e").force();
+    classes.patch(HIGH_PRIORITY, &apply, &Patch::Apply(&class)).await.expect("the class");
+    let gpus = gpus.to_string();
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": SCHEDULER_PREEMPTOR, "namespace": NAMESPACE},
+        "spec": {
+            "priorityClassName": HIGH_PRIORITY, "restartPolicy": "Never",
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": [{"key": super::suite::OWN_NODE_TAINT, "operator": "Equal",
+                             "value": node, "effect": "NoSchedule"}],
+            "containers": [{"name": "c", "image": super::suite::IMAGE, "command": ["sleep", "600"],
+                            "resources": {"requests": {GPU: gpus}, "limits": {GPU: gpus}}}]
+        }
+    });
+    let pods = pods(kube);
+    let _gone = pods.delete(SCHEDULER_PREEMPTOR, &DeleteParams::default().grace_period(0)).await;
+    let pod = serde_json::from_value(pod).expect("a Pod");
+    pods.create(&Default::default(), &pod).await.expect("the preemptor pod");
+}
+
+/// The label kwok manages its nodes by.
+const KWOK_MANAGED: &str = "kwok.x-k8s.io/node";
+/// The taint of a node an administrator has confirmed down.
+const OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
+/// The extended resource of a GPU.
+const GPU: &str = "nvidia.com/gpu";
+/// The PriorityClass of the scheduler's preemptor.
+const HIGH_PRIORITY: &str = "dispatch-e2e-high";
+/// The pod that makes the real scheduler preempt.
+const SCHEDULER_PREEMPTOR: &str = "dispatch-e2e-preemptor";
+
+/// A node kwok manages: it fills in the status and keeps the lease.
+fn kwok_node(name: &str, gpus: u32, taints: Value) -> Value {
+    let resources = json!({"cpu": "32", "memory": "256Gi", "pods": "110", GPU: gpus.to_string()});
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {KWOK_MANAGED: "fake", "kubernetes.io/hostname": name}},
+        "spec": {"taints": taints},
+        "status": {"allocatable": resources, "capacity": resources}
+    })
+}
+
+/// A delete that found nothing to delete is done.
+fn not_found(e: kube::Error) -> Result<(), kube::Error> {
+    match e {
+        kube::Error::Api(status) if status.code == 404 => Ok(()),
+        other => Err(other),
+    }
+}
+
+fn nodes(kube: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(kube.clone(), &super::suite::Kind::Node.resource())
+}
+
+fn pods(kube: &kube::Client) -> Api<DynamicObject> {
+    Api::namespaced_with(kube.clone(), NAMESPACE, &super::suite::Kind::Pod.resource())
+}
+
+fn priority_classes() -> kube::api::ApiResource {
+    let gvk = kube::api::GroupVersionKind::gvk("scheduling.k8s.io", "v1", "PriorityClass");
+    kube::api::ApiResource::from_gvk_with_plural(&gvk, "priorityclasses")
+}
+
 /// The name of the higher-priority Workload a real cluster's preemption is made with.
 const PREEMPTOR: &str = "e2e-preemptor";
 
-fn workloads(kube: &kube::Client) -> kube::Api<kube::api::DynamicObject> {
-    let resource = super::suite::Kind::Workload.resource();
-    kube::Api::namespaced_with(kube.clone(), NAMESPACE, &resource)
+fn workloads(kube: &kube::Client) -> Api<DynamicObject> {
+    Api::namespaced_with(kube.clone(), NAMESPACE, &super::suite::Kind::Workload.resource())
 }
 
 /// The sim has no container runtime: its pods run until told otherwise. This plays the
 /// one the suite's programs need, so a pod running `sh -c "exit N"` exits with N, one
-/// reading `/dev/zero` is OOM-killed, and one whose working directory is missing never
-/// gets past the prologue, as on a real node.
+/// reading `/dev/zero` is OOM-killed, one whose working directory is missing never gets
+/// past the prologue, and one failing on the JobSet's first attempt does so, as on a
+/// real node; and every running pod prints [`rank_output`], as kwok's do.
 fn run_programs(sim: &Sim) {
+    let output = super::suite::rank_output();
     for pod in sim.list("pods", NAMESPACE) {
         let running =
             pod["status"]["phase"] == "Running" && pod["metadata"]["deletionTimestamp"].is_null();
         let Some(name) = pod["metadata"]["name"].as_str() else { continue };
         let Some(program) = program_of(&pod).filter(|_| running) else { continue };
+        sim.set_log(NAMESPACE, name, &output);
+        let attempt = pod["metadata"]["labels"][keys::JOBSET_RESTART_ATTEMPT].as_str();
+        let attempt = attempt.and_then(|a| a.parse().ok()).unwrap_or(0);
         // A pod gone meanwhile has nothing left to run.
-        let _gone = match program.ending() {
+        let _gone = match program.ending(attempt) {
             Some((_, "OOMKilled")) => sim.oom(NAMESPACE, name),
             Some((code, _)) => sim.exit_with_message(NAMESPACE, name, code, &program.message()),
             None => false,
         };
     }
 }
-
 /// The program a pod's `node` container runs: the tail of its command, after the
 /// adapter's prologue, and its working directory.
 fn program_of(pod: &Value) -> Option<Program> {
