@@ -5,7 +5,10 @@
 //!   I/O and never read the clock or draw randomness;
 //! - `docs/architecture.md` names every crate directory;
 //! - no unfinished-work markers anywhere: todo, unimplemented and dbg macros, ignored
-//!   tests, or tests that expect a panic.
+//!   tests, or tests that expect a panic;
+//! - each rule in one place: dispatch's label and annotation keys are spelled only in
+//!   the model's `keys.rs`, and the object-name prefix only in its `names.rs`;
+//! - in `dispatch-kf`, only `edge.rs` reads the clock or draws randomness.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -136,4 +139,67 @@ fn no_unfinished_work_markers() {
         }
     }
     assert!(found.is_empty(), "unfinished work:\n{}", found.join("\n"));
+}
+
+/// Library source outside test code: not under `tests/`, not a `tests.rs`, and without
+/// its `#[cfg(test)]` part.
+fn library_sources(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    files
+        .into_iter()
+        .filter(|p| !p.components().any(|c| c.as_os_str() == "tests") && !p.ends_with("tests.rs"))
+        .map(|p| {
+            let text = fs::read_to_string(&p).unwrap();
+            let code = non_test_source(&text).to_owned();
+            (p, code)
+        })
+        .collect()
+}
+
+/// The lines of `code` that contain one of `needles` outside a comment.
+fn code_lines_with(code: &str, needles: &[&str]) -> Vec<String> {
+    code.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim_start().starts_with("//"))
+        .filter(|(_, line)| needles.iter().any(|n| line.contains(n)))
+        .map(|(i, line)| format!("{}: {}", i + 1, line.trim()))
+        .collect()
+}
+
+#[test]
+fn dispatch_keys_and_the_name_prefix_are_spelled_in_one_place() {
+    let homes = ["crates/dispatch-kf-model/src/keys.rs", "crates/dispatch-kf-model/src/names.rs"];
+    let literals = [concat!("\"dispatch.phpboyscout", ".uk"), concat!("\"dj", "-")];
+    let mut found = Vec::new();
+    for (path, code) in library_sources(&project_root().join("crates")) {
+        if homes.iter().any(|home| path.ends_with(home)) {
+            continue;
+        }
+        for line in code_lines_with(&code, &literals) {
+            found.push(format!("{}:{line}", path.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "spell these with dispatch_kf_model::keys or names instead:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn only_the_backends_edge_reads_the_clock_or_draws_randomness() {
+    let src = project_root().join("crates/dispatch-kf/src");
+    let mut found = Vec::new();
+    for (path, code) in library_sources(&src) {
+        if path.ends_with("edge.rs") {
+            continue;
+        }
+        let reads =
+            ["Instant::now", "Timestamp::now", "SystemTime::now", "Zoned::now", "getrandom"];
+        for line in code_lines_with(&code, &reads) {
+            found.push(format!("{}:{line}", path.display()));
+        }
+    }
+    assert!(found.is_empty(), "read the clock through edge.rs:\n{}", found.join("\n"));
 }

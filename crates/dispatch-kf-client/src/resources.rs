@@ -1,6 +1,8 @@
 //! The kinds the adapter reads and writes, one row each: group, version, plural, and
-//! whether the kind lives in a namespace.
+//! whether the kind lives in a namespace. Groups, versions and the model's kinds are the
+//! model's (`dispatch_kf_model::keys`); plurals and scope are the apiserver's concern.
 
+use dispatch_kf_model::keys;
 use kube::discovery::ApiResource;
 
 /// One kind of object the adapter talks about.
@@ -52,31 +54,38 @@ const fn row(
 
 /// Kubeflow Trainer's TrainJob.
 pub const TRAIN_JOB: Resource =
-    row("TrainJob", "trainer.kubeflow.org", "v1alpha1", "trainjobs", true);
+    row(keys::KIND_TRAIN_JOB, keys::TRAINER_GROUP, keys::TRAINER_VERSION, "trainjobs", true);
 /// A namespaced Trainer runtime; runtime copies are of this kind.
-pub const TRAINING_RUNTIME: Resource =
-    row("TrainingRuntime", "trainer.kubeflow.org", "v1alpha1", "trainingruntimes", true);
+pub const TRAINING_RUNTIME: Resource = row(
+    keys::KIND_TRAINING_RUNTIME,
+    keys::TRAINER_GROUP,
+    keys::TRAINER_VERSION,
+    "trainingruntimes",
+    true,
+);
 /// A cluster-wide Trainer runtime.
 pub const CLUSTER_TRAINING_RUNTIME: Resource = row(
-    "ClusterTrainingRuntime",
-    "trainer.kubeflow.org",
-    "v1alpha1",
+    keys::KIND_CLUSTER_TRAINING_RUNTIME,
+    keys::TRAINER_GROUP,
+    keys::TRAINER_VERSION,
     "clustertrainingruntimes",
     false,
 );
 /// JobSet, which the Trainer makes for each TrainJob.
-pub const JOB_SET: Resource = row("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", true);
+pub const JOB_SET: Resource =
+    row("JobSet", keys::JOBSET_GROUP, keys::JOBSET_VERSION, "jobsets", true);
 /// Kueue's Workload, read at v1beta2.
-pub const WORKLOAD: Resource = row("Workload", "kueue.x-k8s.io", "v1beta2", "workloads", true);
+pub const WORKLOAD: Resource =
+    row("Workload", keys::KUEUE_GROUP, keys::KUEUE_VERSION, "workloads", true);
 /// Kueue's LocalQueue.
 pub const LOCAL_QUEUE: Resource =
-    row("LocalQueue", "kueue.x-k8s.io", "v1beta2", "localqueues", true);
+    row("LocalQueue", keys::KUEUE_GROUP, keys::KUEUE_VERSION, "localqueues", true);
 /// Kueue's ClusterQueue.
 pub const CLUSTER_QUEUE: Resource =
-    row("ClusterQueue", "kueue.x-k8s.io", "v1beta2", "clusterqueues", false);
+    row("ClusterQueue", keys::KUEUE_GROUP, keys::KUEUE_VERSION, "clusterqueues", false);
 /// Kueue's AdmissionCheck.
 pub const ADMISSION_CHECK: Resource =
-    row("AdmissionCheck", "kueue.x-k8s.io", "v1beta2", "admissionchecks", false);
+    row("AdmissionCheck", keys::KUEUE_GROUP, keys::KUEUE_VERSION, "admissionchecks", false);
 /// The gate controller's Lease.
 pub const LEASE: Resource = row("Lease", "coordination.k8s.io", "v1", "leases", true);
 /// Pods.

@@ -37,11 +37,9 @@ pub struct JobQuery<'a> {
 impl Cluster {
     /// Reads one snapshot of `query.job`'s objects.
     pub async fn read_job(&self, cx: &CallContext, query: JobQuery<'_>) -> Result<Snapshot> {
-        let prefix = format!("dj-{}-s", query.job.to_lowercase());
         let by_label = format!("{}={}", keys::LABEL_JOB_ID, query.job);
         let mine = |name: &str, labels: &BTreeMap<String, String>| {
-            (name.starts_with(&prefix) && names::parse(name).is_some())
-                || labels.get(keys::LABEL_JOB_ID).map(String::as_str) == Some(query.job.as_str())
+            names::is_of_job(query.job, name, labels.get(keys::LABEL_JOB_ID).map(String::as_str))
         };
         let ns = query.namespace;
         let (tj, js, rt, pod) = (

@@ -81,14 +81,23 @@ pub const JOBSET_CONTROLLER: &str = "jobset.sigs.k8s.io/jobset-controller";
 /// The taint that says a node is out of service and its pods may go.
 pub const TAINT_OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
 
-/// The Trainer's API group and version.
-pub const TRAINER_API_VERSION: &str = "trainer.kubeflow.org/v1alpha1";
-/// The Trainer's API group.
-pub const TRAINER_GROUP: &str = "trainer.kubeflow.org";
-/// JobSet's API group and version.
-pub const JOBSET_API_VERSION: &str = "jobset.x-k8s.io/v1alpha2";
-/// Kueue's API group and version for Workloads.
-pub const KUEUE_API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
+/// An API's group, the version the adapter speaks, and the two as `apiVersion`, each
+/// spelled once.
+macro_rules! api {
+    ($api:literal: $group:ident, $version:ident, $api_version:ident = $g:literal / $v:literal) => {
+        #[doc = concat!($api, "'s API group.")]
+        pub const $group: &str = $g;
+        #[doc = concat!("The version of ", $api, "'s API the adapter speaks.")]
+        pub const $version: &str = $v;
+        #[doc = concat!($api, "'s `apiVersion`: group/version.")]
+        pub const $api_version: &str = concat!($g, "/", $v);
+    };
+}
+
+api!("The Trainer": TRAINER_GROUP, TRAINER_VERSION, TRAINER_API_VERSION =
+    "trainer.kubeflow.org" / "v1alpha1");
+api!("JobSet": JOBSET_GROUP, JOBSET_VERSION, JOBSET_API_VERSION = "jobset.x-k8s.io" / "v1alpha2");
+api!("Kueue": KUEUE_GROUP, KUEUE_VERSION, KUEUE_API_VERSION = "kueue.x-k8s.io" / "v1beta2");
 
 /// The environment variables dispatch adds, in the order it adds them.
 pub mod env {

@@ -8,6 +8,10 @@ pub const MAX_SUBMISSION: u32 = 999_999;
 /// The longest name [`make`] returns: `dj-` + 26 + `-s` + 6 digits.
 pub const MAX_LEN: usize = 37;
 
+/// A name [`make`] writes that is as long as any: for checks that must hold for every
+/// job and submission.
+pub const LONGEST: &str = "dj-00000000000000000000000000-s999999";
+
 /// The name of submission `submission` of `job`'s TrainJob and runtime copy.
 ///
 /// A valid RFC 1035 label of at most [`MAX_LEN`] characters for every submission in
@@ -29,6 +33,13 @@ pub fn parse(name: &str) -> Option<(JobId, u32)> {
     let submission = parse_canonical_decimal(digits)?;
     let submission = u32::try_from(submission).ok().filter(|n| (1..=MAX_SUBMISSION).contains(n))?;
     Some((job, submission))
+}
+
+/// Whether an object named `name` whose job-id label is `job_label` belongs to `job`:
+/// its name is one [`make`] writes for `job`, or its label names `job`. Either alone is
+/// enough, so a stripped label hides nothing and a renamed object is still found.
+pub fn is_of_job(job: &JobId, name: &str, job_label: Option<&str>) -> bool {
+    parse(name).is_some_and(|(of, _)| of == *job) || job_label == Some(job.as_str())
 }
 
 /// The job and submission of an object whose name begins with one [`make`] writes,
@@ -73,6 +84,23 @@ mod tests {
 
     fn job() -> JobId {
         JobId::parse("01JDQ4V8Z6K3M0B7X2N5R9T1CE").unwrap()
+    }
+
+    #[test]
+    fn the_longest_name_is_one_make_writes_at_the_greatest_length() {
+        assert_eq!(LONGEST.len(), MAX_LEN);
+        assert_eq!(parse(LONGEST).map(|(_, n)| n), Some(MAX_SUBMISSION));
+    }
+
+    #[test]
+    fn an_object_is_the_jobs_by_its_name_or_its_label() {
+        let other = JobId::parse("01JDQ4V8Z6K3M0B7X2N5R9T1CF").unwrap();
+        assert!(is_of_job(&job(), &make(&job(), 3), None));
+        assert!(is_of_job(&job(), "renamed", Some(job().as_str())));
+        assert!(is_of_job(&job(), &make(&job(), 1), Some(other.as_str())));
+        assert!(!is_of_job(&job(), &make(&other, 1), None));
+        assert!(!is_of_job(&job(), &format!("{}-extra", make(&job(), 1)), None));
+        assert!(!is_of_job(&job(), "renamed", Some("01jdq4v8z6k3m0b7x2n5r9t1ce")));
     }
 
     #[test]

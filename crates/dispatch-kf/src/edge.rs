@@ -10,6 +10,18 @@ pub(crate) fn now() -> Timestamp {
     Timestamp::now()
 }
 
+/// The monotonic clock, for a deadline the Backend sets itself (a `CallContext` takes
+/// a `std::time::Instant`).
+pub(crate) fn instant() -> std::time::Instant {
+    std::time::Instant::now()
+}
+
+/// The runtime's monotonic clock, for how long the Backend has waited: tokio's, so
+/// that a test whose time is paused moves it.
+pub(crate) fn timer() -> tokio::time::Instant {
+    tokio::time::Instant::now()
+}
+
 fn random_bytes<const N: usize>() -> Result<[u8; N]> {
     let mut bytes = [0u8; N];
     getrandom::fill(&mut bytes).map_err(|e| {

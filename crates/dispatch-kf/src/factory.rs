@@ -258,7 +258,7 @@ impl Inner {
     /// that just ended. What it cannot remove is logged.
     async fn clean_up_probe(&self, job: &JobId) {
         let request = self.settings.timeouts.request.to_std().unwrap_or(Duration::from_secs(30));
-        let fresh = CallContext::with_deadline(Instant::now() + request * CLEAN_UP_REQUESTS);
+        let fresh = CallContext::with_deadline(edge::instant() + request * CLEAN_UP_REQUESTS);
         if let Err(e) = self.remove_job(&fresh, job).await {
             tracing::warn!(probe = %job, error = %e, "the preflight probe's objects could not all be removed");
         }
@@ -278,7 +278,7 @@ impl Inner {
         if hold_cx.deadline.is_none() {
             let request =
                 self.settings.timeouts.request.to_std().unwrap_or(Duration::from_secs(30));
-            hold_cx.deadline = Some(Instant::now() + request * 4);
+            hold_cx.deadline = Some(edge::instant() + request * 4);
         }
         let round_trip = async {
             self.hold(&hold_cx, object, 1).await?;
@@ -294,8 +294,8 @@ impl Inner {
         let workloads = self.cluster.objects(WORKLOAD, &self.settings.namespace);
         let selector = format!("{}={}", keys::KUEUE_JOB_UID, object.uid);
         let workload = self.settings.timeouts.workload.to_std().unwrap_or_default();
-        let limit = kueue_check_limit(workload, cx.deadline, Instant::now());
-        let started = tokio::time::Instant::now();
+        let limit = kueue_check_limit(workload, cx.deadline, edge::instant());
+        let started = edge::timer();
         loop {
             if !workloads.list(cx, &selector).await?.items.is_empty() {
                 return Err(Error::unsupported(

@@ -3,8 +3,6 @@
 //! what it learned (ended, pods remaining), and writes with the resource version it read,
 //! re-reading on a conflict up to eight tries.
 
-use std::time::Instant;
-
 use dispatch_core::{
     CallContext, Capability, Error, JobId, ObjectKind, ObjectObs, ObjectRef, ObjectState, Result,
 };
@@ -51,7 +49,7 @@ impl Inner {
 
     async fn hold_family(&self, cx: &CallContext, object: &ObjectRef, verb: Verb) -> Result<()> {
         self.check_writable()?;
-        error_map::before_sending(RequestClass::HoldWrite, cx, Instant::now())?;
+        error_map::before_sending(RequestClass::HoldWrite, cx, edge::instant())?;
         if let Verb::Hold(k) | Verb::Release(k) = verb {
             let hold = &self.preflight.capabilities[&Capability::Hold];
             if !hold.is_yes() {

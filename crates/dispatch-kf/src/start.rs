@@ -275,7 +275,7 @@ impl Inner {
         let limit = self.settings.timeouts.workload.to_std().unwrap_or_default();
         let workloads = self.cluster.objects(WORKLOAD, &self.settings.namespace);
         let selector = format!("{}={uid}", keys::KUEUE_JOB_UID);
-        let started = tokio::time::Instant::now();
+        let started = edge::timer();
         let mut last = "Kueue made no Workload for it".to_owned();
         loop {
             let found = workloads.list(cx, &selector).await?;

@@ -57,7 +57,7 @@ impl Inner {
         let mut cx = cx.clone();
         if cx.deadline.is_none() {
             let wait = self.settings.timeouts.stop_job.to_std().unwrap_or_default();
-            cx.deadline = Some(std::time::Instant::now() + wait);
+            cx.deadline = Some(edge::instant() + wait);
         }
         loop {
             self.remove_job(&cx, job).await?;

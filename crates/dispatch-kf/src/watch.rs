@@ -14,14 +14,14 @@ use dispatch_core::{CallContext, Error, JobId, ObjectKind, ObjectObs, ObsStream,
 use dispatch_kf_client::resources::{JOB_SET, POD, TRAIN_JOB, WORKLOAD};
 use dispatch_kf_client::{Change, Resource, view};
 use dispatch_kf_model::view::View;
-use dispatch_kf_model::{Mode, keys};
+use dispatch_kf_model::{Mode, keys, names};
 use futures::StreamExt;
 use futures::stream::{BoxStream, SelectAll};
 use kube::api::DynamicObject;
 use tokio::sync::mpsc;
 
 use crate::start::deadline;
-use crate::{Inner, KubeflowBackend};
+use crate::{Inner, KubeflowBackend, edge};
 
 /// Changes that arrive within this of each other make one Find.
 const COALESCE: Duration = Duration::from_millis(100);
@@ -118,7 +118,7 @@ impl Pump {
                 Next::Quiet | Next::Stop => return,
             };
             // Coalesce a burst: keep reading while changes come close together.
-            let burst = tokio::time::Instant::now();
+            let burst = edge::timer();
             while burst.elapsed() < COALESCE_AT_MOST {
                 match self.next(&mut watches, Some(COALESCE)).await {
                     Next::Quiet => break,
@@ -200,12 +200,11 @@ impl Pump {
         self.is_of_job(&object)
     }
 
-    /// A TrainJob or JobSet of this job: by name prefix or job-id label.
+    /// A TrainJob or JobSet of this job: by name or job-id label.
     fn is_of_job(&self, object: &DynamicObject) -> bool {
-        let prefix = format!("dj-{}-s", self.job.to_lowercase());
         let name = object.metadata.name.as_deref().unwrap_or_default();
         let label = object.metadata.labels.as_ref().and_then(|l| l.get(keys::LABEL_JOB_ID));
-        name.starts_with(&prefix) || label.is_some_and(|l| l == self.job.as_str())
+        names::is_of_job(&self.job, name, label.map(String::as_str))
     }
 
     /// Sends each observation that differs from the last one sent for its object;

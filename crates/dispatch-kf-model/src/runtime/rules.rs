@@ -34,12 +34,9 @@ impl JobShape<'static> {
     /// longest length render makes ([`crate::names::MAX_LEN`]), so that a runtime that
     /// passes here passes for every submission.
     pub fn for_capabilities(nodes: i64, procs_per_node: i64) -> JobShape<'static> {
-        JobShape { name: WORST_CASE_NAME, nodes, procs_per_node }
+        JobShape { name: crate::names::LONGEST, nodes, procs_per_node }
     }
 }
-
-/// A name as long as the longest render makes (`dj-` + 26 + `-s999999`).
-const WORST_CASE_NAME: &str = "dj-00000000000000000000000000-s999999";
 
 /// A runtime that passed the rules, and what render needs from it.
 #[derive(Clone, Debug, PartialEq)]
@@ -341,7 +338,6 @@ mod tests {
 
     #[test]
     fn capabilities_check_with_the_longest_name() {
-        assert_eq!(WORST_CASE_NAME.len(), crate::names::MAX_LEN);
         let rt = source(good());
         let shape = JobShape::for_capabilities(2, 0);
         assert!(
