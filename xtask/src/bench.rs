@@ -1,7 +1,8 @@
 //! `cargo xtask bench classify`: times `dispatch-kf classify -o json` on a generated dump
 //! against `serde_json` parsing the same bytes into a `Value` (the model crate's
 //! `parse_value` example), at 1x, 4x and 16x the size, and prints the ratios and the
-//! peak memory of each run (spec/quality.md "Speed").
+//! peak memory of each run
+//! (`docs/benchmarks.md#offline-classification-cargo-xtask-bench-classify`).
 //!
 //! The base dump has 2,000 TrainJobs (each with its JobSet, runtime copy and 8 pods:
 //! 16,000 pods) and 500 Nodes, about 100 MB, written into `target/bench-classify/`.
@@ -29,7 +30,8 @@ const BASE_NODES: usize = 500;
 const CLASSIFY_RUNS: usize = 3;
 /// The multiples measured.
 const SCALES: [usize; 3] = [1, 4, 16];
-/// The bars (spec/quality.md): time ratio, growth of 16x, memory per file byte.
+/// The bars (`docs/benchmarks.md#offline-classification-cargo-xtask-bench-classify`):
+/// time ratio, growth of 16x, memory per file byte.
 const MAX_RATIO: f64 = 1.5;
 const MAX_GROWTH_16X: f64 = 20.0;
 const MAX_MEMORY_PER_BYTE: f64 = 3.0;

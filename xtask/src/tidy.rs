@@ -8,8 +8,13 @@
 //!   tests, or tests that expect a panic;
 //! - each rule in one place: dispatch's label and annotation keys are spelled only in
 //!   the model's `keys.rs`, and the object-name prefix only in its `names.rs`;
-//! - in `dispatch-kf`, only `edge.rs` reads the clock or draws randomness.
+//! - in `dispatch-kf`, only `edge.rs` reads the clock or draws randomness;
+//! - no `.rs` file cites a reference page kept outside the repository (`seeds/*.txt`,
+//!   `spec/*.md`): the source reads with the repository alone;
+//! - every `docs/<page>.md` or `docs/<page>.md#<anchor>` a `.rs` file cites names a page
+//!   of `docs/` and, with an anchor, one of that page's headings as GitHub slugs it.
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -139,6 +144,182 @@ fn no_unfinished_work_markers() {
         }
     }
     assert!(found.is_empty(), "unfinished work:\n{}", found.join("\n"));
+}
+
+/// Where the reference pages outside the repository live, and their extension: source
+/// files cite the repository's own `docs/` instead. Split so that this file cites neither.
+const OUTSIDE_PAGES: [(&str, &str); 2] =
+    [(concat!("seeds", "/"), ".txt"), (concat!("spec", "/"), ".md")];
+
+/// One citation of a page in a source file.
+#[derive(Debug, PartialEq)]
+struct Citation<'a> {
+    /// The line it is on, from 1.
+    line: usize,
+    /// The citation as written, `<dir><page><ext>` and any `#<anchor>`.
+    text: &'a str,
+    /// The page's name, a run of lower-case letters, digits and `-`.
+    page: &'a str,
+    /// What follows a `#` right after the extension: letters, digits, `-` and `_`.
+    anchor: Option<&'a str>,
+}
+
+/// Every citation `<dir><page><ext>` in `text`. With `whole`, only those where `dir`
+/// starts a path: not right after a letter, digit, `_`, `-`, `.` or `/`.
+fn citations<'a>(text: &'a str, dir: &str, ext: &str, whole: bool) -> Vec<Citation<'a>> {
+    let in_name = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+    let in_anchor = |c: char| in_name(c) || c == '_';
+    let mut found = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        for (start, _) in line.match_indices(dir) {
+            let before = line[..start].chars().next_back();
+            if whole && before.is_some_and(|c| c.is_ascii_alphanumeric() || "_-./".contains(c)) {
+                continue;
+            }
+            let rest = &line[start + dir.len()..];
+            let name = &rest[..rest.find(|c| !in_name(c)).unwrap_or(rest.len())];
+            let Some(after) = rest[name.len()..].strip_prefix(ext) else { continue };
+            if name.is_empty() {
+                continue;
+            }
+            let anchor = after
+                .strip_prefix('#')
+                .map(|a| &a[..a.find(|c| !in_anchor(c)).unwrap_or(a.len())])
+                .filter(|a| !a.is_empty());
+            let end =
+                start + dir.len() + name.len() + ext.len() + anchor.map_or(0, |a| a.len() + 1);
+            found.push(Citation { line: index + 1, text: &line[start..end], page: name, anchor });
+        }
+    }
+    found
+}
+
+/// GitHub's anchor for a heading's text: lower case; every character other than a
+/// letter, a digit, a space, `-` or `_` dropped; then each space a `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a markdown page's headings (`#` to `######` at the start of a line,
+/// outside fenced code), in order; a slug seen before gets `-1`, `-2`, ... as on GitHub.
+fn anchors(markdown: &str) -> Vec<String> {
+    let mut anchors: Vec<String> = Vec::new();
+    let mut fence: Option<&str> = None;
+    for line in markdown.lines() {
+        let trimmed = line.trim_start();
+        if let Some(open) = fence {
+            if trimmed.starts_with(open) {
+                fence = None;
+            }
+            continue;
+        }
+        if let Some(open) = ["```", "~~~"].into_iter().find(|f| trimmed.starts_with(f)) {
+            fence = Some(open);
+            continue;
+        }
+        let level = line.len() - line.trim_start_matches('#').len();
+        let Some(text) = line[level..].strip_prefix(' ') else { continue };
+        if !(1..=6).contains(&level) {
+            continue;
+        }
+        let base = slug(text.trim_end().trim_end_matches('#'));
+        let mut anchor = base.clone();
+        let mut seen = 0;
+        while anchors.contains(&anchor) {
+            seen += 1;
+            anchor = format!("{base}-{seen}");
+        }
+        anchors.push(anchor);
+    }
+    anchors
+}
+
+/// A source file's path from the project's root, for messages.
+fn shown(path: &Path) -> String {
+    path.strip_prefix(project_root()).unwrap_or(path).display().to_string()
+}
+
+#[test]
+fn no_source_cites_a_reference_page_outside_the_repository() {
+    let mut found = Vec::new();
+    for file in workspace_rust_files() {
+        let text = fs::read_to_string(&file).unwrap();
+        for (dir, ext) in OUTSIDE_PAGES {
+            for citation in citations(&text, dir, ext, false) {
+                found.push(format!("{}:{}: {}", shown(&file), citation.line, citation.text));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "cite the repository's docs/<page>.md#<anchor> instead of:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn docs_citations_name_a_page_and_one_of_its_headings() {
+    let docs = project_root().join("docs");
+    let mut pages: HashMap<String, Option<Vec<String>>> = HashMap::new();
+    let mut found = Vec::new();
+    for file in workspace_rust_files() {
+        let text = fs::read_to_string(&file).unwrap();
+        for citation in citations(&text, "docs/", ".md", true) {
+            let page = pages.entry(citation.page.to_owned()).or_insert_with(|| {
+                let markdown = fs::read_to_string(docs.join(format!("{}.md", citation.page)));
+                markdown.ok().map(|m| anchors(&m))
+            });
+            let problem = match (page, citation.anchor) {
+                (None, _) => "there is no such page in docs/".to_owned(),
+                (Some(anchors), Some(anchor)) if !anchors.iter().any(|a| a == anchor) => {
+                    format!("no heading of docs/{}.md has the anchor #{anchor}", citation.page)
+                }
+                _ => continue,
+            };
+            found.push(format!("{}:{}: {}: {problem}", shown(&file), citation.line, citation.text));
+        }
+    }
+    assert!(found.is_empty(), "citations of docs that lead nowhere:\n{}", found.join("\n"));
+}
+
+#[test]
+fn slugs_are_githubs_anchors_for_real_headings() {
+    assert_eq!(slug("Pod findings (`classify/findings.rs`)"), "pod-findings-classifyfindingsrs");
+    assert_eq!(
+        slug("Unknown TrainJob conditions (`classify/unknown_condition.rs`)"),
+        "unknown-trainjob-conditions-classifyunknown_conditionrs"
+    );
+    assert_eq!(slug("The adapter's own refusals"), "the-adapters-own-refusals");
+    assert_eq!(
+        slug("Offline classification: `cargo xtask bench classify`"),
+        "offline-classification-cargo-xtask-bench-classify"
+    );
+    assert_eq!(
+        slug("Runtime rules (Unsupported, every broken rule named)"),
+        "runtime-rules-unsupported-every-broken-rule-named"
+    );
+}
+
+#[test]
+fn anchors_skip_fenced_code_and_number_repeated_headings() {
+    let page = "# Title\n\n## Tests\n\n```sh\n# on a real cluster\n```\n\n### Tests\n#no-space\n";
+    assert_eq!(anchors(page), ["title", "tests", "tests-1"]);
+}
+
+#[test]
+fn citations_are_read_with_their_page_and_anchor() {
+    let text = concat!("x\n//! (`", "docs", "/render.md#the-request`; ", "docs", "/gates.md).\n");
+    let found = citations(text, "docs/", ".md", true);
+    assert_eq!(found.len(), 2);
+    assert_eq!((found[0].line, found[0].page, found[0].anchor), (2, "render", Some("the-request")));
+    assert_eq!((found[1].text, found[1].anchor), (concat!("docs", "/gates.md"), None));
+    assert!(citations(concat!("crates/x/", "docs", "/a.md"), "docs/", ".md", true).is_empty());
 }
 
 /// Library source outside test code: not under `tests/`, not a `tests.rs`, and without

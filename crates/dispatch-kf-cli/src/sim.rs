@@ -158,8 +158,9 @@ async fn read_console(sim: Arc<Sim>) {
     }
 }
 
-/// The Kueue objects the readmission gate needs (spec/cli.md), the same ones
-/// `cargo xtask cluster up --kueue` installs on the real control plane
+/// The Kueue objects the readmission gate needs
+/// (`docs/gate.md#installing-it-on-a-cluster`; `docs/sim.md#dispatch-kf-sim-serve`), the
+/// same ones `cargo xtask cluster up --kueue` installs on the real control plane
 /// (`fixtures/cluster/kueue-setup.json`): the ResourceFlavor `default-flavor`, the
 /// ClusterQueue `gpu` with `quota` GPUs whose admission checks list
 /// `dispatch-readmission`, that AdmissionCheck (its controller marks it Active), the

@@ -1,7 +1,8 @@
 //! The table `classify`, `find`, `inspect` and `watch` print: one row per object with
 //! KIND, NAME, SUB, STATE, CAUSE, PROVENANCE, EXEC (`A+J`), FLAGS, AGE and DETAIL
-//! (spec/cli.md "Output"). DETAIL is cut to the terminal's width unless the format is
-//! `wide`; STATE is coloured on a terminal unless `NO_COLOR` is set.
+//! (`docs/classification.md#dispatch-kf-classify`). DETAIL is cut to the terminal's
+//! width unless the format is `wide`; STATE is coloured on a terminal unless `NO_COLOR`
+//! is set.
 
 use std::ffi::OsStr;
 

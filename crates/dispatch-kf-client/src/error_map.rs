@@ -1,9 +1,10 @@
 //! The one place where a request's outcome becomes a sentinel.
 //!
-//! The rows are the tables of `seeds/error-mapping.txt`: "From the apiserver" (first
-//! matching row applies), "Requests made directly" (pods/log and discovery), and "Two
-//! cases are decided before a request goes out". Nothing else in the project inspects
-//! how a request failed.
+//! The rows are those of `docs/errors.md#how-the-client-classifies-a-failed-request`:
+//! the apiserver's answers through the dynamic client (the first matching row applies)
+//! and the requests made directly (pods/log and discovery); and those of
+//! `docs/errors.md#decided-before-a-request-goes-out`. Nothing else in the project
+//! inspects how a request failed.
 
 use std::time::Instant;
 

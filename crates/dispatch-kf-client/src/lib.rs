@@ -2,8 +2,8 @@
 //!
 //! Every request goes through [`Cluster::call`], which decides the two cases that are
 //! settled before a request goes out and turns any failure into the sentinel of
-//! `seeds/error-mapping.txt` through the one table in [`error_map`]. Nothing above this
-//! crate inspects a `kube::Error`.
+//! `docs/errors.md#how-the-client-classifies-a-failed-request` through the one table in
+//! [`error_map`]. Nothing above this crate inspects a `kube::Error`.
 
 mod cluster;
 pub mod error_map;

@@ -1,6 +1,6 @@
 //! How a `kube::Error` tells what happened to a request: answered, not sent, sent
-//! without an answer, or maybe sent. `spec/client.md` lists the facts of kube 5 this
-//! relies on.
+//! without an answer, or maybe sent. `docs/errors.md#reading-kubes-errors-transportrs`
+//! lists the facts of kube 5 this relies on.
 
 use std::error::Error as StdError;
 use std::io;

@@ -1,5 +1,4 @@
-//! `dispatch-kf-gate`: dispatch's Kueue readmission gate (`spec/gates.md`, "The gate
-//! controller").
+//! `dispatch-kf-gate`: dispatch's Kueue readmission gate (`docs/gate.md`).
 //!
 //! An AdmissionCheck controller. While this replica holds the coordination.k8s.io
 //! Lease it keeps dispatch's AdmissionChecks `Active=True` and sets each Workload's

@@ -1,6 +1,6 @@
 //! The readmission gate against the simulated cluster, with the real Backend in Kueue
-//! mode: the admission stories of `spec/gates.md`, leader election on the virtual
-//! clock, and a restart that decides the same.
+//! mode: the admission stories of `docs/gate.md#what-it-does`, leader election on the
+//! virtual clock, and a restart that decides the same.
 
 #[path = "../../dispatch-kf/tests/common/mod.rs"]
 mod common;

@@ -1,6 +1,6 @@
 //! The adapter's answers to the supervisor: a [`Support`] per [`Capability`] and per
 //! recovery action, from facts the Backend probed. The rows are the tables of
-//! `seeds/capabilities.txt` ("Capabilities" and "Rules").
+//! `docs/capabilities.md#the-answers` and `docs/capabilities.md#rules`.
 //!
 //! Pure: the Backend gathers the [`Facts`] (its mode, whether it is read-only, the
 //! preflight probe's hold round trip, its permissions, the readmission gate's proof);
@@ -126,8 +126,8 @@ fn hold(facts: &Facts) -> Support {
 
 /// Kueue mode's readmission gate: proven from the cluster's objects, and from the
 /// permission to update Workloads, without which Hold and Release, the only way to
-/// readmit a TrainJob after a preemption, cannot work (`spec/gates.md`, "What proves
-/// the readmission gate").
+/// readmit a TrainJob after a preemption, cannot work
+/// (`docs/capabilities.md#the-answers`, ReadmissionGate).
 fn readmission_gate(facts: &Facts) -> Support {
     let mut missing = Vec::new();
     if let Err(why) = &facts.readmission_gate {

@@ -133,7 +133,7 @@ fn not_kubernetes(file: &str, bytes: &[u8], why: &str) -> Error {
     ))
 }
 
-/// Refinement R6 (spec/classification.md "Refinements from real clusters"): whether an
+/// Refinement R6 (`docs/classification.md#refinements-from-real-clusters`): whether an
 /// offline input is classified as if Nodes could be read, when the user did not say.
 /// `kubectl get trainjobs,jobsets,pods -o json` leaves Nodes out, and every pod of it
 /// would be bound to a Node that "is gone": an input that holds no Node at all is read

@@ -1,4 +1,4 @@
-//! The hold family's decisions (`spec/gates.md`): what Open, Hold and Release change on
+//! The hold family's decisions (`docs/gates.md`): what Open, Hold and Release change on
 //! the object as read, or why they refuse. Pure: each function edits a JSON object in
 //! place and says whether to write it; the Backend reads, calls, and writes with the
 //! resource version it read (retrying a conflict by calling again on a fresh read).

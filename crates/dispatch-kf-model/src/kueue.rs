@@ -1,5 +1,6 @@
-//! Kueue mode's pure checks (`spec/gates.md`): what proves the readmission gate at
-//! preflight, and what Start waits for on a new TrainJob's Workload.
+//! Kueue mode's pure checks: what proves the readmission gate at preflight
+//! (`docs/backend.md#factory-and-preflight`, step 4), and what Start waits for on a new
+//! TrainJob's Workload (`docs/backend.md#start`, step 9).
 //!
 //! Each check returns `Err` with the failing part in words, which becomes the reason of
 //! the ReadmissionGate capability or of Start's refusal.

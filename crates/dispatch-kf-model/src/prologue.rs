@@ -1,5 +1,5 @@
 //! The prologue: the POSIX sh script the TrainJob's command starts with
-//! (`spec/names.md`, "The prologue").
+//! (`docs/render.md#the-prologue`).
 //!
 //! `spec.trainer.command` is `/bin/sh`, `-c`, [`PROLOGUE`], `dispatch-prologue`, then the
 //! job's command, so the script runs with `$0` = `dispatch-prologue` and `"$@"` = the

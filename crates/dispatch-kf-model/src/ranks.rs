@@ -1,7 +1,7 @@
 //! A TrainJob's current execution as the Backend needs it beyond classification: its
-//! rank 0 pod (whose log is the submission's output, `seeds/capabilities.txt` "Output")
-//! and its Nodes with whether each has ceased ("Cessation"), and the pods the hold
-//! family waits for.
+//! rank 0 pod (whose log is the submission's output) and its Nodes with whether each has
+//! ceased (`docs/capabilities.md#output-watch-cessation`), and the pods the hold family
+//! waits for.
 //!
 //! The execution is the one classification uses (R = A + J, the higher A on a tie), so
 //! Output, Ceased and the observations always agree on which execution is current.

@@ -1,6 +1,6 @@
-//! The readmission gate's rule (`spec/gates.md`, "The gate controller"): given a
-//! Workload as read, what `dispatch-kf-gate` does with its admission check. Pure: the
-//! controller reads, calls [`decide`], and writes what the decision says.
+//! The readmission gate's rule (`docs/gate.md#what-it-does`): given a Workload as read,
+//! what `dispatch-kf-gate` does with its admission check. Pure: the controller reads,
+//! calls [`decide`], and writes what the decision says.
 //!
 //! The gate acts only on a Workload whose quota Kueue has reserved and whose check is
 //! Pending, as Kueue's own check controllers do: a check moved while quota is not

@@ -1,9 +1,8 @@
 //! Invariants of classification, over arbitrary and mutated input
-//! (spec/classification.md "Determinism and robustness"; spec/quality.md):
-//! no input makes the reader or the classifier panic, the same input gives the same
-//! observations, the winning finding does not depend on the order of pods or
-//! conditions, removing a label never makes an object foreign, and whitespace around a
-//! message changes no cause kind (refinement R7).
+//! (`docs/classification.md#order-and-robustness`): no input makes the reader or the
+//! classifier panic, the same input gives the same observations, the winning finding does
+//! not depend on the order of pods or conditions, removing a label never makes an object
+//! foreign, and whitespace around a message changes no cause kind (refinement R7).
 
 mod conventions;
 

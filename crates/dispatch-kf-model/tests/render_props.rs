@@ -1,7 +1,7 @@
 //! Properties of render: it reads back with no difference for any valid request; it
-//! refuses exactly what the tables of `seeds/start-and-render.txt` refuse, with the
-//! sentinel they give; every validation problem injected into a request is reported; and
-//! the settings and request readers refuse a mutated document with `Invalid`, never a panic.
+//! refuses exactly what the tables of `docs/render.md` refuse, with the sentinel they
+//! give; every validation problem injected into a request is reported; and the settings
+//! and request readers refuse a mutated document with `Invalid`, never a panic.
 
 use std::collections::BTreeMap;
 

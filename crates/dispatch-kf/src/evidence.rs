@@ -1,7 +1,8 @@
-//! Deleted pods' evidence (`seeds/classification.txt`, "Watch"): while a Watch is open,
-//! a deleted pod of the job leaves its last state (exit code, DisruptionTarget) here,
-//! against its TrainJob, the newest 256 per TrainJob. Every later classification by this
-//! Backend reads them. It lives in this Backend's memory only.
+//! Deleted pods' evidence (`docs/backend.md#watch-and-the-deleted-pods-evidence`): while
+//! a Watch is open, a deleted pod of the job leaves its last state (exit code,
+//! DisruptionTarget) here, against its TrainJob, the newest 256 per TrainJob. Every
+//! later classification by this Backend reads them. It lives in this Backend's memory
+//! only.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};

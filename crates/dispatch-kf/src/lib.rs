@@ -7,7 +7,7 @@
 //! refusals (read-only, observe-only, references that are not its own).
 //!
 //! - [`KubeflowBackend::new`]: Factory and preflight ([`Preflight`]).
-//! - Start: `start.rs`, the nine steps of `seeds/start-and-render.txt`.
+//! - Start: `start.rs`, the nine steps of `docs/backend.md#start`.
 //! - Find and Inspect: `find.rs`; Stop and StopJob: `stop.rs`.
 //! - Open, Hold, Release: `holds.rs`.
 //! - Watch and the deleted pods' evidence it keeps: `watch.rs`, `evidence.rs`.

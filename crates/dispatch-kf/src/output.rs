@@ -1,4 +1,5 @@
-//! Output and Ceased (`seeds/capabilities.txt`): rank 0's log of a submission's current
+//! Output and Ceased (`docs/capabilities.md#output-watch-cessation`;
+//! `docs/backend.md#output-and-ceased`): rank 0's log of a submission's current
 //! execution, and whether every Node of an object's current or last execution has
 //! ceased. Both read the execution the model's classification uses (`ranks`).
 

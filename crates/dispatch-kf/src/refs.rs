@@ -1,5 +1,5 @@
 //! Object references: the checks every call that takes one makes first
-//! (`seeds/error-mapping.txt`, "From the adapter").
+//! (`docs/errors.md#the-adapters-own-refusals`).
 
 use dispatch_core::{Error, JobId, ObjectKind, ObjectRef, Result};
 use dispatch_kf_client::Resource;

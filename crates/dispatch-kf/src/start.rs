@@ -1,4 +1,4 @@
-//! Start: the nine steps of `seeds/start-and-render.txt`, "What Start does, in order".
+//! Start: the nine steps of `docs/backend.md#start`, in order.
 //!
 //! Its invariant, which the supervisor's records depend on: a refusal (Invalid,
 //! Unsupported, Rejected) leaves no TrainJob behind; Unreachable means no TrainJob was

@@ -1,4 +1,4 @@
-//! Stop and StopJob (`spec/gates.md`, "Background deletion").
+//! Stop and StopJob (`docs/background-deletion.md`).
 //!
 //! Stop deletes in the background with a UID precondition: the apiserver removes the
 //! object at once and the garbage collector its dependents afterwards, which are

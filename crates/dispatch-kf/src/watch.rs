@@ -1,10 +1,10 @@
-//! Watch (`seeds/classification.txt`, "Watch"): watches on the namespace's TrainJobs and
-//! JobSets, the job's pods and (Kueue) the Workloads; a Find first, then a Find after
-//! each burst of relevant changes, sending each observation that differs from the last
-//! one sent for its object. The stream ends without an error when the caller's context
-//! ends; it ends with an error item when a watch fails (its apiserver stays unreachable)
-//! or a Find fails. The pump and its watch connections stop as soon as the receiver is
-//! dropped.
+//! Watch (`docs/backend.md#watch-and-the-deleted-pods-evidence`): watches on the
+//! namespace's TrainJobs and JobSets, the job's pods and (Kueue) the Workloads; a Find
+//! first, then a Find after each burst of relevant changes, sending each observation
+//! that differs from the last one sent for its object. The stream ends without an error
+//! when the caller's context ends; it ends with an error item when a watch fails (its
+//! apiserver stays unreachable) or a Find fails. The pump and its watch connections stop
+//! as soon as the receiver is dropped.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! The hold family's invariant, as a property over random interleavings of Open, Hold
-//! and Release with conflicts and connection resets (`spec/quality.md`): a caller that
-//! retries every call with an unknown outcome never ends with a hold instance other
-//! than the last one granted, and never has the admission count raised twice for one
-//! Release.
+//! and Release with conflicts and connection resets
+//! (`docs/backend.md#open-hold-and-release`): a caller that retries every call with an
+//! unknown outcome never ends with a hold instance other than the last one granted, and
+//! never has the admission count raised twice for one Release.
 
 mod common;
 

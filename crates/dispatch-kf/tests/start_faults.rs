@@ -1,5 +1,5 @@
 //! The supervisor's rule, as a property over random fault schedules on every request
-//! Start makes (`spec/quality.md`, "Start's invariant"):
+//! Start makes (Start's invariant, `docs/backend.md#start`):
 //!
 //! - success: exactly the TrainJob it names exists;
 //! - a refusal (Invalid, Unsupported, Rejected): no TrainJob of the submission is left;

@@ -1,6 +1,6 @@
-//! The finding of a pod's `DisruptionTarget=True` condition, by its reason
-//! (seeds/classification.txt "DisruptionTarget=True"; the rows are in
-//! spec/classification.md "Pod findings"). Provenance is always the scheduler.
+//! The finding of a pod's `DisruptionTarget=True` condition, by its reason (the rows are
+//! in `docs/classification.md#pod-findings-classifyfindingsrs`). Provenance is always
+//! the scheduler.
 
 use dispatch_core::CauseKind;
 

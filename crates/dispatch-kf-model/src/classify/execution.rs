@@ -1,6 +1,7 @@
 //! The execution a pod belongs to and an object's current one: R = A + J, the higher A
-//! on a tie (spec/gates.md "Execution identity"; seeds/classification.txt "The
-//! execution"). A pod lacking either counter counts towards no execution.
+//! on a tie (`docs/classification.md#the-execution-classifyexecutionrs`;
+//! `docs/execution-identity.md#the-two-counters`). A pod lacking either counter counts
+//! towards no execution.
 
 use dispatch_core::Execution;
 

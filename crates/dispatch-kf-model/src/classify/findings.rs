@@ -1,7 +1,8 @@
-//! Pod findings and which one wins (seeds/classification.txt "Pod findings" and "Which
-//! finding wins"; spec/classification.md). A pod gives up to two findings, one from its
-//! `DisruptionTarget=True` condition and one from its `node` container's termination,
-//! read the same way whether the pod is live or captured.
+//! Pod findings and which one wins
+//! (`docs/classification.md#pod-findings-classifyfindingsrs` and
+//! `docs/classification.md#which-finding-wins`). A pod gives up to two findings, one
+//! from its `DisruptionTarget=True` condition and one from its `node` container's
+//! termination, read the same way whether the pod is live or captured.
 
 use dispatch_core::{Cause, CauseKind, Provenance};
 use jiff::Timestamp;

@@ -1,7 +1,7 @@
-//! Foreign notes: what contradicts dispatch having made an object
-//! (seeds/classification.txt "Foreign"; the rows are spec/classification.md "Foreign
-//! notes"). Each true row adds its note, in the table's order. A label or annotation
-//! that is absent contradicts nothing.
+//! Foreign notes: what contradicts dispatch having made an object (the rows are
+//! `docs/classification.md#foreign-notes-classifyforeignrs-in-this-order`). Each true
+//! row adds its note, in the table's order. A label or annotation that is absent
+//! contradicts nothing.
 //!
 //! One row is this adapter's own: a TrainJob whose name is not one `names::make` writes
 //! is foreign, `name <n> is not one dispatch makes`, listed first.

@@ -1,5 +1,5 @@
 //! The snapshot indexed once per classification, so that the cost is linear in the
-//! number of objects (spec/classification.md "Determinism and robustness").
+//! number of objects (`docs/classification.md#order-and-robustness`).
 
 use std::collections::HashMap;
 

@@ -1,4 +1,4 @@
-//! Refinement R5 (spec/classification.md "Refinements from real clusters"): a Trainer
+//! Refinement R5 (`docs/classification.md#refinements-from-real-clusters`): a Trainer
 //! runtime with initializers runs the `dataset-initializer` and `model-initializer`
 //! replicated jobs before the trainer, and a failed download fails the JobSet before
 //! any `node` pod runs. When rule 2's pod reasons find nothing among the `node`

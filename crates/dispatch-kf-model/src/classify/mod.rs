@@ -1,6 +1,5 @@
 //! Classification: `classify(snapshot, options, now)` reports every TrainJob of a
-//! snapshot, and every orphan, as an [`ObjectObs`] (seeds/classification.txt;
-//! spec/classification.md).
+//! snapshot, and every orphan, as an [`ObjectObs`] (`docs/classification.md`).
 //!
 //! For each TrainJob, in order: the six rules decide state and cause (`rules`); a
 //! cause left at none becomes unknown for a True condition the adapter does not know

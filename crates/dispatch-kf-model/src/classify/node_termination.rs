@@ -1,6 +1,6 @@
-//! The finding of the `node` container's termination (seeds/classification.txt "The node
-//! container terminated"; the rows are in spec/classification.md "Pod findings"). The
-//! first row that matches decides; exit code 0 gives no finding, except for a reason in
+//! The finding of the `node` container's termination (the rows are in
+//! `docs/classification.md#pod-findings-classifyfindingsrs`). The first row that matches
+//! decides; exit code 0 gives no finding, except for a reason in
 //! [`WHATEVER_THE_EXIT_CODE`] (refinement R1). The initializers' rows (refinement R5,
 //! `classify::initializer`) are read by the same [`classify_with`].
 
@@ -24,7 +24,7 @@ pub(crate) enum Matches {
     OtherReasonOrNonZeroExit,
 }
 
-/// Refinement R1 (spec/classification.md "Refinements from real clusters";
+/// Refinement R1 (`docs/classification.md#refinements-from-real-clusters`;
 /// kubernetes#131530): the kernel may kill a child for memory while the container's main
 /// process still exits 0, and the container is reported `OOMKilled` with exit code 0.
 /// These reasons give their finding whatever the exit code; for every other reason exit

@@ -1,6 +1,6 @@
-//! Orphans: what is left of a TrainJob that is gone (seeds/classification.txt
-//! "Orphans"; spec/classification.md "Orphans"). A JobSet, live pod or runtime copy of
-//! dispatch's with no live TrainJob of its UID is its own object: foreign, cause
+//! Orphans: what is left of a TrainJob that is gone
+//! (`docs/classification.md#orphans-classifyorphansrs`). A JobSet, live pod or runtime
+//! copy of dispatch's with no live TrainJob of its UID is its own object: foreign, cause
 //! unknown with no provenance.
 //!
 //! Which objects are dispatch's: a JobSet or runtime copy whose name `names::parse`

@@ -1,6 +1,6 @@
-//! Situation notes: what status needs to explain a stall (seeds/classification.txt
-//! "Situation"; the rows are spec/classification.md "Situation notes"), in the table's
-//! order, each only when true.
+//! Situation notes: what status needs to explain a stall (the rows are
+//! `docs/classification.md#situation-notes-classifysituationrs-in-this-order`), in the
+//! table's order, each only when true.
 //!
 //! The notes about getting started (no Workload yet, QuotaReserved, admission checks, no
 //! JobSet yet, no pods yet, unschedulable) are written only for an object that is

@@ -1,5 +1,5 @@
 //! How the detail is written: a condition's words, one-line messages, lists of pods,
-//! and the `; ` that joins the parts (seeds/classification.txt, spec/classification.md).
+//! and the `; ` that joins the parts (`docs/classification.md`).
 
 use crate::object::Condition;
 
@@ -12,7 +12,7 @@ pub(crate) const POD_LIST_MAX: usize = 8;
 /// What joins the parts of a detail.
 pub(crate) const JOIN: &str = "; ";
 
-/// Refinement R7 (spec/classification.md "Refinements from real clusters"): a reason or
+/// Refinement R7 (`docs/classification.md#refinements-from-real-clusters`): a reason or
 /// message as real objects print it may start or end with spaces or line breaks (the
 /// kubelet's eviction message ends with a space); every reason and message is trimmed at
 /// both ends before it is tested or joined, so the detail never carries them.

@@ -1,6 +1,7 @@
-//! A TrainJob condition the adapter does not know (seeds/classification.txt "A condition
-//! the adapter does not know"): when the rules leave the cause at none and the TrainJob
-//! has a True condition other than these, the cause becomes unknown.
+//! A TrainJob condition the adapter does not know
+//! (`docs/classification.md#unknown-trainjob-conditions-classifyunknown_conditionrs`):
+//! when the rules leave the cause at none and the TrainJob has a True condition other
+//! than these, the cause becomes unknown.
 
 use dispatch_core::{Cause, CauseKind};
 

@@ -1,4 +1,4 @@
-//! One test per rule of `spec/gates.md`'s hold family.
+//! One test per rule of the hold family (`docs/gates.md`).
 
 use dispatch_core::Kind;
 use serde_json::{Value, json};

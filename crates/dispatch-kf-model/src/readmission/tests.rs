@@ -1,5 +1,5 @@
-//! The gate's rule, case by case: each admission story of `spec/gates.md` as the
-//! Workload the controller reads at each step.
+//! The gate's rule, case by case: each admission story of `docs/gate.md#what-it-does` as
+//! the Workload the controller reads at each step.
 
 use super::*;
 

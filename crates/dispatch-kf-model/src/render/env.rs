@@ -1,5 +1,5 @@
 //! `spec.trainer.env`: the job's env sorted by key, then dispatch's variables in the
-//! order of `spec/names.md`, "Environment".
+//! order of `docs/names-labels-annotations.md#environment`.
 
 use dispatch_core::StartRequest;
 use serde_json::{Value, json};

@@ -1,5 +1,4 @@
-//! The extensions a Kubeflow job may carry (`seeds/start-and-render.txt`,
-//! "Extensions"; `seeds/error-mapping.txt`, "From the adapter").
+//! The extensions a Kubeflow job may carry (`docs/render.md#extensions`).
 //!
 //! `dispatch/Image` and `kubeflow/RuntimeRef` are required (missing or malformed is
 //! `Invalid`), `dispatch/SharedCheckpoint` is accepted and changes nothing, and any other

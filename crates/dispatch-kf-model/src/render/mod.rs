@@ -1,8 +1,8 @@
 //! Render: one [`StartRequest`] becomes two objects, the runtime copy and the TrainJob,
-//! or a refusal (`seeds/start-and-render.txt`; `spec/names.md`).
+//! or a refusal (`docs/render.md`; `docs/names-labels-annotations.md`).
 //!
-//! The checks run in the order of the reference page, and the first stage that finds a
-//! problem refuses with every problem of that stage:
+//! The checks run in the order of `docs/render.md#order-of-the-checks`, and the first
+//! stage that finds a problem refuses with every problem of that stage:
 //!
 //! 1. the request's fields ([`request`]): `Invalid`;
 //! 2. `JobSpec::validate`: `Invalid`;
@@ -98,10 +98,10 @@ pub fn render(
     })
 }
 
-/// The preflight probe's request (`seeds/start-and-render.txt`, "The preflight probe"):
-/// the image `dispatch.invalid/never:probe`, the command `true`, one node, submission 1,
-/// attempt 1, generation 0, on the settings' `probeRuntime`. `job` is made by the caller
-/// (a fresh ULID), so that two probes never share a name.
+/// The preflight probe's request (`docs/render.md#the-preflight-probe`): the image
+/// `dispatch.invalid/never:probe`, the command `true`, one node, submission 1, attempt
+/// 1, generation 0, on the settings' `probeRuntime`. `job` is made by the caller (a
+/// fresh ULID), so that two probes never share a name.
 pub fn probe_request(settings: &Settings, job: JobId) -> StartRequest {
     let extensions = [
         (ext::IMAGE.to_owned(), json!({"ref": keys::PROBE_IMAGE})),

@@ -1,6 +1,7 @@
-//! The two objects render writes: the TrainJob (`seeds/start-and-render.txt`, "The
-//! TrainJob") and the runtime copy ("The runtime copy"), with the labels, annotations
-//! and runtime patch of `spec/names.md`.
+//! The two objects render writes: the TrainJob (`docs/render.md#the-trainjob`) and the
+//! runtime copy (`docs/render.md#the-runtime-copy`), with the labels and annotations of
+//! `docs/names-labels-annotations.md` and the runtime patch of
+//! `docs/render.md#dispatchs-runtime-patch`.
 
 use dispatch_core::StartRequest;
 use serde_json::{Map, Value, json};

@@ -1,5 +1,5 @@
 //! The request: reading one from bytes ([`read_request`]), and the refusals of its
-//! fields (`seeds/start-and-render.txt`, "The request": each refusal is `ErrInvalid`).
+//! fields (`docs/render.md#the-request`: each refusal is `ErrInvalid`).
 
 use dispatch_core::{Action, Error, JobId, JobSpec, StartRequest};
 use serde::Deserialize;
@@ -10,10 +10,10 @@ use crate::settings::strict::{Obj, parse_document};
 /// A field, its lowest and highest value, and how to read it.
 type Range = (&'static str, i64, i64, fn(&StartRequest) -> i64);
 
-/// The request fields with a range, from the table "The request" of
-/// `seeds/start-and-render.txt`: field, lowest, highest, and how to read it. `job` is
-/// refused when the request is read (a [`JobId`] is always valid); `spec` is checked by
-/// `JobSpec::validate`; `native` refuses nothing. Any other field does not exist.
+/// The request fields with a range, from the table `docs/render.md#the-request`: field,
+/// lowest, highest, and how to read it. `job` is refused when the request is read (a
+/// [`JobId`] is always valid); `spec` is checked by `JobSpec::validate`; `native`
+/// refuses nothing. Any other field does not exist.
 const RANGES: [Range; 3] = [
     ("generation", 0, 18_000_000, |r| r.generation),
     ("submission", 1, 999_999, |r| r.submission),

@@ -1,5 +1,6 @@
 //! The attempt token: `<attempt>-<16 lower-case hex>`, which tells this Start's objects
-//! from another instance of the same name (`spec/names.md`, "Annotations").
+//! from another instance of the same name
+//! (`docs/names-labels-annotations.md#annotations`).
 //!
 //! The 16 hex characters are drawn by the caller at the edge (the CLI, the Backend) and
 //! passed in, so a render is reproducible.

@@ -1,7 +1,8 @@
 //! The runtime rules: what a runtime must state before a job may run on it
-//! (`spec/names.md`, "Runtime requirements" 1-7; `seeds/error-mapping.txt`: "a runtime
-//! outside runtimes, a runtime that does not exist, or one that breaks a runtime rule",
-//! and "ProcsPerNode on a runtime without mlPolicy.torch", both `ErrUnsupported`).
+//! (`docs/runtime-requirements.md`, rules 1-7). A runtime not listed in `runtimes`, one
+//! that does not exist, one that breaks a rule, and ProcsPerNode on a runtime without
+//! `mlPolicy.torch` are all `ErrUnsupported`
+//! (`docs/render.md#runtime-rules-unsupported-every-broken-rule-named`).
 //!
 //! [`check`] is the one place these rules live. Render calls it with the real name and
 //! node count; Capabilities with a spec calls it with the spec's node count and a name of

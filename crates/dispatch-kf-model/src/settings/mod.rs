@@ -1,6 +1,6 @@
 //! [`Settings`]: one adapter instance's configuration, read strictly from JSON or YAML
-//! (`spec/names.md`, "Settings"; `seeds/error-mapping.txt`: "settings that are
-//! malformed, unknown, null, or fail validation" are `ErrInvalid`).
+//! (`docs/settings.md`): a document that is malformed, or holds an unknown key, a null,
+//! or a value that fails validation, is `ErrInvalid`.
 //!
 //! An unknown key, a null, a wrong type or a failed validation is `Invalid`, and the
 //! message names the key path (`timeouts.stopJob`). Defaults are in [`defaults`].

@@ -1,5 +1,6 @@
-//! Tests of the settings reader: the example of `spec/names.md`, the defaults, and one
-//! test per refusal, each asserting the sentinel and the key path in the message.
+//! Tests of the settings reader: a file that sets every key of `docs/settings.md`, the
+//! defaults, and one test per refusal, each asserting the sentinel and the key path in
+//! the message.
 
 use super::*;
 use dispatch_core::Kind;

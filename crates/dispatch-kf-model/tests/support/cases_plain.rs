@@ -1,5 +1,5 @@
 //! The plain-mode dumps: one per row of the rule, reason, finding, foreign and
-//! situation tables (spec/classification.md), plus orphans.
+//! situation tables (`docs/classification.md`), plus orphans.
 
 use serde_json::{Value, json};
 

@@ -1,5 +1,6 @@
-//! Rule 1, Complete: the TrainJob has `Complete=True` (seeds/classification.txt "1.
-//! Complete"; spec/classification.md rule 1). Ended, cause none from the scheduler.
+//! Rule 1, Complete: the TrainJob has `Complete=True`
+//! (`docs/classification.md#the-rules-first-match-wins-classifyrules`, rule 1). Ended,
+//! cause none from the scheduler.
 
 use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
 

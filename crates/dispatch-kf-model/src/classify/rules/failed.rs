@@ -1,8 +1,7 @@
 //! Rule 2, Failed: the TrainJob has `Failed=True`; the cause depends on the condition's
-//! reason (seeds/classification.txt "2. Failed"; the rows are spec/classification.md
-//! "Rule 2: Failed, by the condition's reason"). When the pod reasons find nothing among
-//! the `node` containers, the initializers are read before giving up (refinement R5,
-//! `classify::initializer`).
+//! reason (the rows are `docs/classification.md#rule-2-reasons-rulesfailedrows`). When
+//! the pod reasons find nothing among the `node` containers, the initializers are read
+//! before giving up (refinement R5, `classify::initializer`).
 
 use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
 

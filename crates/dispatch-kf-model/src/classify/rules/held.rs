@@ -1,6 +1,6 @@
 //! Rule 4, Held by dispatch: a hold instance is in force on the held object, the
-//! Workload in Kueue mode and the TrainJob in plain mode (seeds/classification.txt "4.
-//! Held by dispatch"). The detail is empty apart from the notes.
+//! Workload in Kueue mode and the TrainJob in plain mode
+//! (`docs/classification.md#rule-4-holds`). The detail is empty apart from the notes.
 
 use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
 

@@ -1,4 +1,4 @@
-//! Refinement R3 (spec/classification.md "Refinements from real clusters"), applied
+//! Refinement R3 (`docs/classification.md#refinements-from-real-clusters`), applied
 //! after rule 4 and before rule 5: Kueue ends a Workload that passes
 //! `spec.maximumExecutionTimeSeconds` by deactivating it (`spec.active=false`) with
 //! `Evicted=True`, reason [`REASON`]. That is the time limit, not an administrator's

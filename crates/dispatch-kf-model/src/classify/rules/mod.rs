@@ -1,6 +1,6 @@
-//! The six rules that decide an object's state and cause, in the order the seed gives
-//! them (seeds/classification.txt "The state, and the cause it comes with"; the rows
-//! are spec/classification.md's first table). The first rule that matches decides.
+//! The six rules that decide an object's state and cause, in the order of the table
+//! `docs/classification.md#the-rules-first-match-wins-classifyrules`. The first rule
+//! that matches decides.
 
 pub(crate) mod complete;
 pub(crate) mod failed;

@@ -1,6 +1,6 @@
-//! Rule 6, Pending or running: everything else (seeds/classification.txt "6. Pending or
-//! running"; the causes are spec/classification.md "Rule 6: the cause, first that
-//! applies"). Running when admitted and not suspended, pending otherwise.
+//! Rule 6, Pending or running: everything else (the causes are
+//! `docs/classification.md#rule-6-causes-first-that-applies`). Running when admitted and
+//! not suspended, pending otherwise.
 
 use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
 use jiff::Timestamp;
@@ -101,10 +101,11 @@ fn node_lost(f: &Facts<'_>) -> Option<Cause> {
     })
 }
 
-/// Kueue: the Workload's `Evicted=True`, by its reason. Refinement R4 (spec/classification.md
-/// "Refinements from real clusters"): Kueue evicts in stages, and `Evicted=True` comes
-/// while `Admitted` and `QuotaReserved` are still True until the job's pods are gone, so
-/// this row applies whether or not the Workload is still admitted.
+/// Kueue: the Workload's `Evicted=True`, by its reason. Refinement R4
+/// (`docs/classification.md#refinements-from-real-clusters`): Kueue evicts in stages,
+/// and `Evicted=True` comes while `Admitted` and `QuotaReserved` are still True until
+/// the job's pods are gone, so this row applies whether or not the Workload is still
+/// admitted.
 fn evicted(f: &Facts<'_>) -> Option<Cause> {
     if f.options.mode != Mode::Kueue {
         return None;

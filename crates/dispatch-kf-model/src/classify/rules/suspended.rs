@@ -1,7 +1,6 @@
-//! Rule 5, Suspended by someone else: an administrator's hold (seeds/classification.txt
-//! "5. Suspended by someone else"; spec/classification.md rule 5). Held, `adminHeld`,
-//! cause held by an actor: the field manager that last set the field, from
-//! managedFields.
+//! Rule 5, Suspended by someone else: an administrator's hold
+//! (`docs/classification.md#rule-5-someone-elses-suspension`). Held, `adminHeld`, cause
+//! held by an actor: the field manager that last set the field, from managedFields.
 //!
 //! Plain mode: `spec.suspend` is true or the TrainJob has `Suspended=True`. Kueue mode:
 //! the Workload's `spec.active` is false, or the TrainJob is suspended while its
