@@ -150,8 +150,9 @@ fn statuses(js: &Value, kids: &Children) -> Value {
     json!(rows)
 }
 
-/// `executeFailurePolicy` without rules: restart while `maxRestarts` allows, else fail,
-/// naming the Job that failed first (`messageWithFirstFailedJob`).
+/// `executeFailurePolicy` without rules: restart while `maxRestarts` allows (with
+/// `RestartingJobSet=True`, as JobSet v0.12 writes it), else fail, naming the Job that
+/// failed first (`messageWithFirstFailedJob`).
 fn failure_policy(js: &mut Value, failed: &[(Key, Value)], now: &str) {
     let first = failed
         .iter()
@@ -171,6 +172,10 @@ fn failure_policy(js: &mut Value, failed: &[(Key, Value)], now: &str) {
         Some(_) => {
             js["status"]["restarts"] = json!(int_at(js, "/status/restarts") + 1);
             js["status"]["restartsCountTowardsMax"] = json!(counted + 1);
+            let message = format!(
+                "applying RestartJobSet failure policy action (first failed job: {first})"
+            );
+            set_condition(js, "RestartingJobSet", "True", "DefaultFailurePolicy", &message, now);
             return;
         }
     };
