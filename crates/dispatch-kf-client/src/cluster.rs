@@ -104,12 +104,15 @@ impl Cluster {
         Cluster { watch_timeout: timeout, ..self.clone() }
     }
 
-    /// The same apiserver, for the requests of one Open, Hold or Release: its reads and
-    /// writes are classified as the hold family's ([`RequestClass::in_hold_family`]), so
-    /// a deadline that passes before the write goes out is `Rejected` with the fixed
-    /// message, whichever request of the call meets it.
-    pub fn hold_family(&self) -> Cluster {
-        Cluster { hold_family: true, ..self.clone() }
+    /// The same apiserver, for the requests of one Open, Hold or Release made with `cx`:
+    /// its reads and writes are classified as the hold family's
+    /// ([`RequestClass::in_hold_family`]), so a deadline that passes before the write
+    /// goes out is `Rejected` with the fixed message, whichever request of the call
+    /// meets it. A call without a deadline (`Invalid`), cancelled, or whose deadline has
+    /// passed is refused here, before anything is read.
+    pub fn hold_family(&self, cx: &CallContext) -> Result<Cluster> {
+        before_sending(RequestClass::HoldWrite, cx, Instant::now())?;
+        Ok(Cluster { hold_family: true, ..self.clone() })
     }
 
     /// Runs one request of `class`, described by `what` (`get TrainJob ns/name`), and

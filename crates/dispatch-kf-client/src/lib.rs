@@ -21,4 +21,4 @@ pub use probe::Permission;
 pub use resources::Resource;
 pub use snapshot::{JobQuery, view};
 pub use streams::{Change, DEAD_WATCHES, WATCH_TIMEOUT};
-pub use transport::{outcome_of, redacted};
+pub use transport::redacted;

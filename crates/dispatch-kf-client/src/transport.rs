@@ -8,7 +8,7 @@ use std::io;
 use crate::error_map::Outcome;
 
 /// What happened to a request that failed with `err`.
-pub fn outcome_of(err: &kube::Error) -> Outcome {
+pub(crate) fn outcome_of(err: &kube::Error) -> Outcome {
     match err {
         // Classify by code first: a non-JSON body (an unserved group-version answers
         // plain text) arrives with a made-up reason.

@@ -51,7 +51,7 @@ pub enum GateError {
 impl GateError {
     /// A write that lost an optimistic-concurrency race.
     pub fn is_conflict(&self) -> bool {
-        matches!(self, GateError::Kube(kube::Error::Api(s)) if s.code == 409)
+        matches!(self, GateError::Kube(kube::Error::Api(status)) if status.is_conflict())
     }
 }
 

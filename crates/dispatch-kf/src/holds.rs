@@ -7,7 +7,7 @@ use dispatch_core::{
     CallContext, Capability, Error, JobId, ObjectKind, ObjectObs, ObjectRef, ObjectState, Result,
 };
 use dispatch_kf_client::resources::{TRAIN_JOB, WORKLOAD};
-use dispatch_kf_client::{Cluster, Edit, RequestClass, Resource, error_map};
+use dispatch_kf_client::{Cluster, Edit, RequestClass, Resource};
 use dispatch_kf_model::gates::{self, Change, Situation};
 use dispatch_kf_model::{Mode, Snapshot, keys, ranks};
 use serde_json::Value;
@@ -49,7 +49,9 @@ impl Inner {
 
     async fn hold_family(&self, cx: &CallContext, object: &ObjectRef, verb: Verb) -> Result<()> {
         self.check_writable()?;
-        error_map::before_sending(RequestClass::HoldWrite, cx, edge::instant())?;
+        // Every request of the call, reads included, meets its deadline as the hold
+        // family does; a call that cannot is refused before anything is read.
+        let cluster = self.cluster.hold_family(cx)?;
         if let Verb::Hold(k) | Verb::Release(k) = verb {
             let hold = &self.preflight.capabilities[&Capability::Hold];
             if !hold.is_yes() {
@@ -68,9 +70,6 @@ impl Inner {
                 object.name
             )));
         }
-        // Every request of the call, reads included, meets its deadline as the hold
-        // family does.
-        let cluster = self.cluster.hold_family();
         let call = Call { inner: self, cluster: &cluster, cx, object, job: &target.job };
         let kueue = self.settings.mode == Mode::Kueue;
         match (verb, kueue) {

@@ -172,9 +172,8 @@ fn failure_policy(js: &mut Value, failed: &[(Key, Value)], now: &str) {
         Some(_) => {
             js["status"]["restarts"] = json!(int_at(js, "/status/restarts") + 1);
             js["status"]["restartsCountTowardsMax"] = json!(counted + 1);
-            let message = format!(
-                "applying RestartJobSet failure policy action (first failed job: {first})"
-            );
+            let message =
+                format!("applying RestartJobSet failure policy action (first failed job: {first})");
             set_condition(js, "RestartingJobSet", "True", "DefaultFailurePolicy", &message, now);
             return;
         }
