@@ -1,16 +1,26 @@
 //! The traits a backend implements, and the call context every call takes.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Instant;
 
 use futures_core::Stream;
-use tokio_util::sync::CancellationToken;
 
 use crate::{
     Action, Answer, Capability, Discovery, JobId, JobSpec, ObjectObs, ObjectRef, RecoveryPolicy,
     Result, StartRequest, Support, Timespan,
 };
+
+/// What tells a call that its caller gave up. This crate runs no runtime, so it names
+/// only the shape; the client gives one on tokio (`dispatch_kf_client::cancellable`).
+pub trait Cancellation: Send + Sync + std::fmt::Debug {
+    /// Whether the caller has given up.
+    fn is_cancelled(&self) -> bool;
+    /// Resolves once the caller gives up.
+    fn cancelled(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+}
 
 /// A call's deadline and cancellation: what Go passes as `context.Context`.
 ///
@@ -20,19 +30,32 @@ use crate::{
 pub struct CallContext {
     /// When the call must be done, if ever.
     pub deadline: Option<Instant>,
-    /// Cancelled when the caller gives up.
-    pub cancel: CancellationToken,
+    /// How the caller can give up; `None`: it never does.
+    pub cancel: Option<Arc<dyn Cancellation>>,
 }
 
 impl CallContext {
-    /// A context with no deadline that is never cancelled (unless `cancel` is).
+    /// A context with no deadline that is never cancelled.
     pub fn background() -> CallContext {
         CallContext::default()
     }
 
     /// A context that must be done by `deadline`.
     pub fn with_deadline(deadline: Instant) -> CallContext {
-        CallContext { deadline: Some(deadline), cancel: CancellationToken::new() }
+        CallContext { deadline: Some(deadline), cancel: None }
+    }
+
+    /// Whether the caller has given up.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|c| c.is_cancelled())
+    }
+
+    /// Resolves once the caller gives up; never, for a context that cannot be cancelled.
+    pub async fn cancelled(&self) {
+        match &self.cancel {
+            Some(cancel) => cancel.cancelled().await,
+            None => std::future::pending().await,
+        }
     }
 }
 

@@ -20,8 +20,8 @@ mod status;
 mod timespan;
 
 pub use backend::{
-    Backend, CallContext, Cessation, CessationSignal, Declarations, LogStream, NodeState,
-    ObsStream, OutputStream, RuleSupport, Watcher,
+    Backend, CallContext, Cancellation, Cessation, CessationSignal, Declarations, LogStream,
+    NodeState, ObsStream, OutputStream, RuleSupport, Watcher,
 };
 pub use capability::{Answer, Capability, Source, Support};
 pub use error::{Error, Kind, Refinement, Result};

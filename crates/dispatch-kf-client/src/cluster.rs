@@ -155,7 +155,7 @@ impl Cluster {
         };
         tokio::select! {
             result = request(self.unary.clone()) => result.map_err(|e| classify(class, what, e)),
-            () = cx.cancel.cancelled() => Err(other(interrupted(class, what, "the call was cancelled"))),
+            () = cx.cancelled() => Err(other(interrupted(class, what, "the call was cancelled"))),
             () = deadline => Err(other(deadline_in_flight(class, what))),
         }
     }

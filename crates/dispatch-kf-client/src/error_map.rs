@@ -245,7 +245,7 @@ pub fn before_sending(class: RequestClass, cx: &CallContext, now: Instant) -> Re
     if hold && cx.deadline.is_none() {
         return Err(Error::invalid("a hold-family call needs a deadline: none was given"));
     }
-    if cx.cancel.is_cancelled() {
+    if cx.is_cancelled() {
         return Err(Error::unreachable("the call was cancelled before the request was sent"));
     }
     match cx.deadline {
@@ -368,8 +368,8 @@ mod tests {
         let err = before_sending(Read, &past, now).unwrap_err();
         assert_eq!((err.kind(), err.message()), (Kind::Unreachable, DEADLINE_PASSED));
         assert!(before_sending(Write, &past, now).unwrap_err().is(Kind::Unreachable));
-        let cancelled = CallContext::background();
-        cancelled.cancel.cancel();
+        let (cancelled, token) = crate::cancellable(CallContext::background());
+        token.cancel();
         assert!(before_sending(Read, &cancelled, now).unwrap_err().is(Kind::Unreachable));
         assert!(before_sending(Read, &CallContext::background(), now).is_ok());
     }
@@ -399,8 +399,9 @@ mod tests {
     #[test]
     fn a_cancelled_hold_family_call_is_unreachable() {
         let now = Instant::now();
-        let cx = CallContext::with_deadline(now + Duration::from_secs(5));
-        cx.cancel.cancel();
+        let (cx, token) =
+            crate::cancellable(CallContext::with_deadline(now + Duration::from_secs(5)));
+        token.cancel();
         assert!(before_sending(HoldWrite, &cx, now).unwrap_err().is(Kind::Unreachable));
     }
 

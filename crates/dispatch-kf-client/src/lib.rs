@@ -5,6 +5,7 @@
 //! `docs/errors.md#how-the-client-classifies-a-failed-request` through the one table in
 //! [`error_map`]. Nothing above this crate inspects a `kube::Error`.
 
+mod cancel;
 mod cluster;
 pub mod error_map;
 mod objects;
@@ -14,6 +15,7 @@ mod snapshot;
 mod streams;
 mod transport;
 
+pub use cancel::cancellable;
 pub use cluster::{Cluster, ClusterConfig};
 pub use error_map::{Case, Outcome, RequestClass};
 pub use objects::{CONFLICT_TRIES, Created, Deleted, Edit, LIST_RESTARTS, Objects};

@@ -139,7 +139,7 @@ impl Watch {
             let idle = self.cluster.watch_timeout() + self.cluster.request_timeout();
             let event = tokio::select! {
                 event = tokio::time::timeout(idle, events.next()) => event,
-                () = self.cx.cancel.cancelled() => return None,
+                () = self.cx.cancelled() => return None,
                 () = deadline(&self.cx) => return None,
             };
             match event {
@@ -182,13 +182,13 @@ impl Watch {
         while self.dead < DEAD_WATCHES {
             match self.open().await {
                 Ok(events) => return Some(Ok(events)),
-                Err(e) if self.cx.cancel.is_cancelled() => return Some(Err(e)),
+                Err(e) if self.cx.is_cancelled() => return Some(Err(e)),
                 Err(e) => {
                     last = Some(e);
                     self.dead += 1;
                     tokio::select! {
                         () = tokio::time::sleep(Duration::from_secs(1)) => {}
-                        () = self.cx.cancel.cancelled() => return None,
+                        () = self.cx.cancelled() => return None,
                         () = deadline(&self.cx) => return None,
                     }
                 }

@@ -313,14 +313,14 @@ async fn a_watch_closed_by_the_server_resumes_from_its_last_version() {
     let c = cluster(&sim).await;
     let cms = c.objects(CONFIG_MAP, NS);
     let rv = cms.list(&cx(), "").await.unwrap().metadata.resource_version.unwrap();
-    let call = cx();
+    let (call, token) = dispatch_kf_client::cancellable(cx());
     let mut watch = Box::pin(cms.watch(&call, "", &rv).await.unwrap());
     cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
     assert_eq!(applied(watch.next().await), "a");
     sim.close_watches();
     cms.create(&cx(), &object(CONFIG_MAP, "b")).await.unwrap();
     assert_eq!(applied(watch.next().await), "b", "nothing is seen twice, nothing is missed");
-    call.cancel.cancel();
+    token.cancel();
     assert!(watch.next().await.is_none(), "the call's end is a clean end");
 }
 

@@ -313,7 +313,7 @@ impl Inner {
             };
             tokio::select! {
                 () = tokio::time::sleep(left.min(Duration::from_secs(1))) => {}
-                () = cx.cancel.cancelled() => return Err(ended()),
+                () = cx.cancelled() => return Err(ended()),
                 () = crate::start::deadline(cx) => return Err(ended()),
             }
         }

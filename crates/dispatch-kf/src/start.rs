@@ -293,7 +293,7 @@ impl Inner {
             }
             tokio::select! {
                 () = tokio::time::sleep(WORKLOAD_POLL) => {}
-                () = cx.cancel.cancelled() => return Err(waiting_ended()),
+                () = cx.cancelled() => return Err(waiting_ended()),
                 () = deadline(cx) => return Err(waiting_ended()),
             }
         }

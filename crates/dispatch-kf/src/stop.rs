@@ -75,7 +75,7 @@ impl Inner {
             };
             tokio::select! {
                 () = tokio::time::sleep(left) => {}
-                () = cx.cancel.cancelled() => return Err(waiting()),
+                () = cx.cancelled() => return Err(waiting()),
                 () = deadline(&cx) => return Err(waiting()),
             }
         }
@@ -115,7 +115,7 @@ impl Inner {
             };
             tokio::select! {
                 () = tokio::time::sleep(STOP_POLL) => {}
-                () = cx.cancel.cancelled() => return Err(waiting()),
+                () = cx.cancelled() => return Err(waiting()),
                 () = deadline(cx) => return Err(waiting()),
             }
         }

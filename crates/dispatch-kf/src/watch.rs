@@ -166,7 +166,7 @@ impl Pump {
                 None => Next::Stop,
             },
             () = self.tx.closed() => Next::Stop,
-            () = self.cx.cancel.cancelled() => Next::Stop,
+            () = self.cx.cancelled() => Next::Stop,
             () = deadline(&self.cx) => Next::Stop,
             () = timer => Next::Quiet,
         }

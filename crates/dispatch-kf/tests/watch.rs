@@ -69,14 +69,14 @@ async fn a_watch_the_server_closes_resumes_and_ends_only_with_its_call() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;
     let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
-    let call = cx();
+    let (call, token) = dispatch_kf_client::cancellable(cx());
     let mut stream = b.watch(&call, &job(1)).await.unwrap();
     next_obs(&mut stream).await;
     sim.close_watches();
     b.open(&hold_cx(), &object).await.unwrap();
     let next = next_obs(&mut stream).await;
     assert_ne!(next.state, ObjectState::Gated, "the change after the close: {next:#?}");
-    call.cancel.cancel();
+    token.cancel();
     let end = tokio::time::timeout(Duration::from_secs(10), stream.next())
         .await
         .expect("the stream ends");
