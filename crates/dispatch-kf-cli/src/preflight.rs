@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use dispatch_core::{Backend, Capability, Error, JobSpec, Result, Support};
-use dispatch_kf_model::capabilities::Access;
+use dispatch_kf_model::capabilities::Writability;
 use serde_json::json;
 
 use crate::connect::{ClusterArgs, DEFAULT_TIMEOUT, Need, block_on};
@@ -66,17 +66,17 @@ pub(crate) fn capabilities(args: CapabilitiesArgs) -> Result<()> {
     })
 }
 
-fn access_words(access: &Access) -> String {
+fn access_words(access: &Writability) -> String {
     match access {
-        Access::Writable => "writable".to_owned(),
-        Access::ReadOnly => "read-only".to_owned(),
-        Access::ObserveOnly { missing } => format!("observe-only: {missing}"),
+        Writability::Writable => "writable".to_owned(),
+        Writability::ReadOnly => "read-only".to_owned(),
+        Writability::ObserveOnly { missing } => format!("observe-only: {missing}"),
     }
 }
 
 fn print(
     answers: &BTreeMap<Capability, Support>,
-    access: Option<&Access>,
+    access: Option<&Writability>,
     format: Option<Format>,
 ) -> Result<()> {
     match format {

@@ -17,8 +17,9 @@ mod transport;
 
 pub use cancel::cancellable;
 pub use cluster::{Cluster, ClusterConfig};
+pub use dispatch_kf_model::gates::Edit;
 pub use error_map::{Case, Outcome, RequestClass};
-pub use objects::{CONFLICT_TRIES, Created, Deleted, Edit, LIST_RESTARTS, Objects};
+pub use objects::{CONFLICT_TRIES, Created, Deleted, LIST_RESTARTS, Objects};
 pub use probe::Permission;
 pub use resources::Resource;
 pub use snapshot::{JobQuery, view};

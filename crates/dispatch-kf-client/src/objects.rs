@@ -12,20 +12,12 @@ use kube::api::{
 use crate::cluster::{Cluster, Failed};
 use crate::error_map::{Case, RequestClass};
 use crate::resources::Resource;
+use dispatch_kf_model::gates::Edit;
 
 /// How many times a list restarts after its resource version expired.
 pub const LIST_RESTARTS: usize = 3;
 /// How many tries a read-modify-write makes in all before a conflict is final.
 pub const CONFLICT_TRIES: usize = 8;
-
-/// What a read-modify-write edit decided.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Edit {
-    /// The object was changed: write it.
-    Write,
-    /// Nothing to change: write nothing.
-    Unchanged,
-}
 
 /// What a create answered: the only failure that means "it exists" is 409
 /// AlreadyExists, decided by the error table's [`Case::AlreadyExists`] row.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::*;
 use dispatch_core::{Backend, ObjectRef};
 use dispatch_kf::KubeflowBackend;
-use dispatch_kf_model::capabilities::Access;
+use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Identity, Propagation, Rule, Sim, SimOptions};
 use serde_json::{Value, json};
@@ -115,7 +115,7 @@ fn pod_admissions(sim: &Sim, object: &ObjectRef) -> Vec<String> {
 
 async fn kueue_backend(sim: &Sim) -> KubeflowBackend {
     let b = backend(sim, settings(json!({"mode": "kueue", "kueue": {"queue": "team-a"}}))).await;
-    assert_eq!(b.preflight().access, Access::Writable, "{:?}", b.preflight().capabilities);
+    assert_eq!(b.preflight().access, Writability::Writable, "{:?}", b.preflight().capabilities);
     b
 }
 
@@ -314,7 +314,7 @@ async fn a_gate_whose_lease_is_stale_leaves_the_adapter_observe_only_saying_so()
     lease["spec"]["renewTime"] = json!(lagging.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string());
     sim.apply(lease).unwrap();
     let b = backend(&sim, settings(json!({"mode": "kueue", "kueue": {"queue": "team-a"}}))).await;
-    let Access::ObserveOnly { missing } = &b.preflight().access else {
+    let Writability::ObserveOnly { missing } = &b.preflight().access else {
         panic!("{:?}", b.preflight().access)
     };
     assert!(missing.contains("held by gate-a") && missing.contains("expired"), "{missing}");

@@ -2,7 +2,7 @@
 //! recovery action, from facts the Backend probed. The rows are the tables of
 //! `docs/capabilities.md#the-answers` and `docs/capabilities.md#rules`.
 //!
-//! Pure: the Backend gathers the [`Facts`] (its mode, whether it is read-only, the
+//! Pure: the Backend gathers the [`PreflightFacts`] (its mode, whether it is read-only, the
 //! preflight probe's hold round trip, its permissions, the readmission gate's proof);
 //! this module only reads them.
 
@@ -15,7 +15,7 @@ use crate::runtime::SourceRuntime;
 
 /// What the Backend learned about the cluster at Factory.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Facts {
+pub struct PreflightFacts {
     /// Plain or Kueue mode.
     pub mode: Mode,
     /// Whether the settings forbid writing (then nothing is probed).
@@ -42,7 +42,7 @@ pub struct Facts {
 
 /// Whether the Backend may write.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Access {
+pub enum Writability {
     /// It writes.
     Writable,
     /// It reads and reports, but refuses writes: the named gate is not proven.
@@ -59,7 +59,11 @@ fn support(answer: Answer, source: Source, reason: &str) -> Support {
 }
 
 /// The answer for one capability, from the facts and, when given, the spec's runtime.
-pub fn answer(capability: Capability, facts: &Facts, runtime: Option<&SourceRuntime>) -> Support {
+pub fn answer(
+    capability: Capability,
+    facts: &PreflightFacts,
+    runtime: Option<&SourceRuntime>,
+) -> Support {
     use Answer::{No, Unknown, Yes};
     use Source::{Catalogue, Declared, Probed};
     let kueue = facts.mode == Mode::Kueue;
@@ -101,11 +105,14 @@ pub fn answer(capability: Capability, facts: &Facts, runtime: Option<&SourceRunt
 }
 
 /// Every capability's answer.
-pub fn answers(facts: &Facts, runtime: Option<&SourceRuntime>) -> BTreeMap<Capability, Support> {
+pub fn answers(
+    facts: &PreflightFacts,
+    runtime: Option<&SourceRuntime>,
+) -> BTreeMap<Capability, Support> {
     Capability::ALL.into_iter().map(|c| (c, answer(c, facts, runtime))).collect()
 }
 
-fn hold(facts: &Facts) -> Support {
+fn hold(facts: &PreflightFacts) -> Support {
     if facts.read_only {
         return support(Answer::Unknown, Source::Declared, "not probed: the backend is read-only");
     }
@@ -128,7 +135,7 @@ fn hold(facts: &Facts) -> Support {
 /// permission to update Workloads, without which Hold and Release, the only way to
 /// readmit a TrainJob after a preemption, cannot work
 /// (`docs/capabilities.md#the-answers`, ReadmissionGate).
-fn readmission_gate(facts: &Facts) -> Support {
+fn readmission_gate(facts: &PreflightFacts) -> Support {
     let mut missing = Vec::new();
     if let Err(why) = &facts.readmission_gate {
         missing.push(why.clone());
@@ -174,12 +181,12 @@ fn procs_per_node(runtime: Option<&SourceRuntime>) -> Support {
 
 /// Whether the Backend may write: AttemptInjection must be yes, and in Kueue mode so
 /// must ReadmissionGate.
-pub fn access(facts: &Facts) -> Access {
+pub fn access(facts: &PreflightFacts) -> Writability {
     if facts.read_only {
-        return Access::ReadOnly;
+        return Writability::ReadOnly;
     }
     if !facts.missing_writes.is_empty() {
-        return Access::ObserveOnly {
+        return Writability::ObserveOnly {
             missing: format!(
                 "the adapter may not {}: grant them to write (docs/rbac.md)",
                 facts.missing_writes.join(", ")
@@ -193,12 +200,14 @@ pub fn access(facts: &Facts) -> Access {
     for &gate in gates {
         let s = answer(gate, facts, None);
         if !s.is_yes() {
-            return Access::ObserveOnly { missing: format!("{gate:?} is not yes: {}", s.reason) };
+            return Writability::ObserveOnly {
+                missing: format!("{gate:?} is not yes: {}", s.reason),
+            };
         }
     }
     match &facts.probe_started {
-        Err(why) => Access::ObserveOnly { missing: why.clone() },
-        Ok(()) => Access::Writable,
+        Err(why) => Writability::ObserveOnly { missing: why.clone() },
+        Ok(()) => Writability::Writable,
     }
 }
 
@@ -220,8 +229,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn plain() -> Facts {
-        Facts {
+    fn plain() -> PreflightFacts {
+        PreflightFacts {
             mode: Mode::Plain,
             read_only: false,
             hold_round_trip: Ok(()),
@@ -233,8 +242,13 @@ mod tests {
         }
     }
 
-    fn kueue() -> Facts {
-        Facts { mode: Mode::Kueue, may_update_workloads: true, readmission_gate: Ok(()), ..plain() }
+    fn kueue() -> PreflightFacts {
+        PreflightFacts {
+            mode: Mode::Kueue,
+            may_update_workloads: true,
+            readmission_gate: Ok(()),
+            ..plain()
+        }
     }
 
     fn runtime(spec: serde_json::Value) -> SourceRuntime {
@@ -254,17 +268,18 @@ mod tests {
         assert_eq!(a[&Capability::ReadmissionGate].answer, Answer::No);
         assert_eq!(a[&Capability::AttemptInjection].answer, Answer::Yes);
         assert_eq!(a[&Capability::Hold].answer, Answer::Yes);
-        assert_eq!(access(&plain()), Access::Writable);
+        assert_eq!(access(&plain()), Writability::Writable);
     }
 
     #[test]
     fn kueue_mode_without_a_proven_gate_is_observe_only_naming_it() {
-        let facts = Facts { readmission_gate: Err("the Lease has expired".into()), ..kueue() };
+        let facts =
+            PreflightFacts { readmission_gate: Err("the Lease has expired".into()), ..kueue() };
         let a = answers(&facts, None);
         assert_eq!(a[&Capability::ReadmissionGate].answer, Answer::No);
         assert_eq!(a[&Capability::AttemptInjection].answer, Answer::No);
         match access(&facts) {
-            Access::ObserveOnly { missing } => {
+            Writability::ObserveOnly { missing } => {
                 assert!(
                     missing.contains("AttemptInjection") && missing.contains("Lease"),
                     "{missing}"
@@ -272,45 +287,47 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(access(&kueue()), Access::Writable);
+        assert_eq!(access(&kueue()), Writability::Writable);
     }
 
     #[test]
     fn a_probe_that_could_not_start_makes_the_backend_observe_only() {
-        let facts = Facts { probe_started: Err("create trainjobs: forbidden".into()), ..plain() };
+        let facts =
+            PreflightFacts { probe_started: Err("create trainjobs: forbidden".into()), ..plain() };
         assert_eq!(
             access(&facts),
-            Access::ObserveOnly { missing: "create trainjobs: forbidden".into() }
+            Writability::ObserveOnly { missing: "create trainjobs: forbidden".into() }
         );
     }
 
     /// Issue 15, item 10: a write the adapter makes but may not is named, every one.
     #[test]
     fn a_missing_write_permission_makes_the_backend_observe_only_naming_each() {
-        let facts = Facts {
+        let facts = PreflightFacts {
             missing_writes: vec!["create trainjobs".into(), "update trainjobs".into()],
             ..plain()
         };
         match access(&facts) {
-            Access::ObserveOnly { missing } => {
+            Writability::ObserveOnly { missing } => {
                 assert!(missing.contains("create trainjobs, update trainjobs"), "{missing}")
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(access(&Facts { read_only: true, ..facts }), Access::ReadOnly);
+        assert_eq!(access(&PreflightFacts { read_only: true, ..facts }), Writability::ReadOnly);
     }
 
     #[test]
     fn read_only_probes_nothing_and_holds_are_unknown() {
-        let facts = Facts { read_only: true, hold_round_trip: Err("not run".into()), ..plain() };
+        let facts =
+            PreflightFacts { read_only: true, hold_round_trip: Err("not run".into()), ..plain() };
         let hold = answer(Capability::Hold, &facts, None);
         assert_eq!((hold.answer, hold.source), (Answer::Unknown, Source::Declared));
-        assert_eq!(access(&facts), Access::ReadOnly);
+        assert_eq!(access(&facts), Writability::ReadOnly);
     }
 
     #[test]
     fn kueue_holds_need_permission_to_update_workloads() {
-        let facts = Facts { may_update_workloads: false, ..kueue() };
+        let facts = PreflightFacts { may_update_workloads: false, ..kueue() };
         assert_eq!(answer(Capability::Hold, &facts, None).answer, Answer::No);
     }
 
@@ -318,24 +335,25 @@ mod tests {
     /// Backend observes only, naming it.
     #[test]
     fn kueue_mode_without_permission_to_update_workloads_is_observe_only_naming_it() {
-        let facts = Facts { may_update_workloads: false, ..kueue() };
+        let facts = PreflightFacts { may_update_workloads: false, ..kueue() };
         let gate = answer(Capability::ReadmissionGate, &facts, None);
         assert_eq!(gate.answer, Answer::No);
         assert!(gate.reason.contains("update workloads"), "{}", gate.reason);
         match access(&facts) {
-            Access::ObserveOnly { missing } => {
+            Writability::ObserveOnly { missing } => {
                 assert!(missing.contains("update workloads"), "{missing}")
             }
             other => panic!("{other:?}"),
         }
-        let both = Facts { readmission_gate: Err("the Lease has expired".into()), ..facts };
+        let both =
+            PreflightFacts { readmission_gate: Err("the Lease has expired".into()), ..facts };
         let reason = answer(Capability::ReadmissionGate, &both, None).reason;
         assert!(reason.contains("Lease") && reason.contains("update workloads"), "{reason}");
     }
 
     #[test]
     fn output_is_lowered_without_pods_log() {
-        let facts = Facts { may_read_logs: false, ..plain() };
+        let facts = PreflightFacts { may_read_logs: false, ..plain() };
         for c in [Capability::OutputRead, Capability::OutputFollow] {
             let s = answer(c, &facts, None);
             assert_eq!((s.answer, s.source), (Answer::No, Source::Probed));
@@ -361,8 +379,11 @@ mod tests {
         assert_eq!(row(Action::Hold), Answer::Yes);
         assert_eq!(row(Action::Requeue), Answer::No);
         assert_eq!(row(Action::Restart), Answer::No);
-        let no_hold =
-            answer(Capability::Hold, &Facts { hold_round_trip: Err("x".into()), ..plain() }, None);
+        let no_hold = answer(
+            Capability::Hold,
+            &PreflightFacts { hold_round_trip: Err("x".into()), ..plain() },
+            None,
+        );
         assert_eq!(rule_support(Action::Hold, &no_hold).answer, Answer::No);
     }
 }

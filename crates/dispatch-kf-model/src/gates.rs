@@ -24,12 +24,13 @@ pub struct Situation {
     pub pods_remaining: Vec<String>,
 }
 
-/// Whether an edit changed the object.
+/// What an edit decided: whether the object changed and must be written. The client's
+/// read-modify-write takes the same answer from the closure that edits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Change {
-    /// Write it.
+pub enum Edit {
+    /// The object was changed: write it.
     Write,
-    /// Nothing to do: the call succeeds without writing.
+    /// Nothing to change: the call succeeds without writing.
     Unchanged,
 }
 
@@ -127,13 +128,13 @@ pub fn check_instance(instance: u64) -> Result<(), Error> {
 
 /// Plain-mode Open: lift the start gate (`spec.suspend: false`, admission 1), unless a
 /// dispatch hold keeps it stopped (then only the admission count moves).
-pub fn open_plain(train_job: &mut Value, situation: &Situation) -> Result<Change, Error> {
+pub fn open_plain(train_job: &mut Value, situation: &Situation) -> Result<Edit, Error> {
     let count = admission(train_job);
     if situation.ended {
         return Err(ended_before_open(count == 0));
     }
     if count >= 1 {
-        return Ok(Change::Unchanged);
+        return Ok(Edit::Unchanged);
     }
     if !situation.pods_remaining.is_empty() {
         return Err(pods_remain("open", &situation.pods_remaining));
@@ -141,12 +142,12 @@ pub fn open_plain(train_job: &mut Value, situation: &Situation) -> Result<Change
     let held = hold_in_force(train_job)?.is_some();
     set_admission(train_job, 1);
     set_suspend(train_job, held);
-    Ok(Change::Write)
+    Ok(Edit::Write)
 }
 
 /// Kueue-mode Open: remove dispatch's start gate from the TrainJob's
 /// `kueue.x-k8s.io/admission-gated-by` (the annotation goes when it was the only gate).
-pub fn open_kueue(train_job: &mut Value, situation: &Situation) -> Result<Change, Error> {
+pub fn open_kueue(train_job: &mut Value, situation: &Situation) -> Result<Edit, Error> {
     let gates: Vec<String> = annotation(train_job, keys::KUEUE_ADMISSION_GATED_BY)
         .map(|g| g.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
         .unwrap_or_default();
@@ -155,7 +156,7 @@ pub fn open_kueue(train_job: &mut Value, situation: &Situation) -> Result<Change
         return Err(ended_before_open(gated));
     }
     if !gated {
-        return Ok(Change::Unchanged);
+        return Ok(Edit::Unchanged);
     }
     let rest: Vec<String> = gates.into_iter().filter(|g| g != keys::START_GATE).collect();
     let annotations = annotations(train_job);
@@ -164,7 +165,7 @@ pub fn open_kueue(train_job: &mut Value, situation: &Situation) -> Result<Change
     } else {
         annotations.insert(keys::KUEUE_ADMISSION_GATED_BY.into(), json!(rest.join(",")));
     }
-    Ok(Change::Write)
+    Ok(Edit::Write)
 }
 
 fn ended_before_open(never_opened: bool) -> Error {
@@ -175,31 +176,46 @@ fn ended_before_open(never_opened: bool) -> Error {
     }
 }
 
-/// Hold `instance` on the held object (the TrainJob in plain mode, the Workload in
-/// Kueue mode): sets the hold instance and stops it (`spec.suspend: true` or
-/// `spec.active: false`). The same instance again writes nothing; another is stale.
-pub fn hold(
+/// Plain-mode Hold of `instance` on the TrainJob: sets the hold instance and suspends
+/// it (`spec.suspend: true`). The same instance again writes nothing; another is stale.
+pub fn hold_plain(
+    train_job: &mut Value,
+    instance: u64,
+    situation: &Situation,
+) -> Result<Edit, Error> {
+    hold(train_job, instance, situation, |tj| set_suspend(tj, true))
+}
+
+/// Kueue-mode Hold of `instance` on the Workload: sets the hold instance and
+/// deactivates it (`spec.active: false`). The same instance again writes nothing;
+/// another is stale.
+pub fn hold_kueue(
+    workload: &mut Value,
+    instance: u64,
+    situation: &Situation,
+) -> Result<Edit, Error> {
+    hold(workload, instance, situation, |wl| set_active(wl, false))
+}
+
+/// Hold `instance` on the held object, which `stop` stops.
+fn hold(
     held: &mut Value,
     instance: u64,
     situation: &Situation,
-    kueue: bool,
-) -> Result<Change, Error> {
+    stop: fn(&mut Value),
+) -> Result<Edit, Error> {
     check_instance(instance)?;
     if situation.ended {
         return Err(Error::rejected("the TrainJob has ended: there is nothing to hold"));
     }
     match hold_in_force(held)? {
-        Some(k) if k == instance => return Ok(Change::Unchanged),
+        Some(k) if k == instance => return Ok(Edit::Unchanged),
         Some(k) => return Err(stale(instance, k)),
         None => {}
     }
     annotations(held).insert(keys::ANN_HOLD_INSTANCE.into(), json!(instance.to_string()));
-    if kueue {
-        set_active(held, false);
-    } else {
-        set_suspend(held, true);
-    }
-    Ok(Change::Write)
+    stop(held);
+    Ok(Edit::Write)
 }
 
 /// Plain-mode Release of `instance`: when the gate has been lifted, runs the TrainJob
@@ -209,10 +225,10 @@ pub fn release_plain(
     train_job: &mut Value,
     instance: u64,
     situation: &Situation,
-) -> Result<Change, Error> {
+) -> Result<Edit, Error> {
     check_instance(instance)?;
     match hold_in_force(train_job)? {
-        None => return Ok(Change::Unchanged),
+        None => return Ok(Edit::Unchanged),
         Some(k) if k != instance => return Err(stale(instance, k)),
         Some(_) => {}
     }
@@ -225,16 +241,16 @@ pub fn release_plain(
         set_suspend(train_job, false);
     }
     annotations(train_job).remove(keys::ANN_HOLD_INSTANCE);
-    Ok(Change::Write)
+    Ok(Edit::Write)
 }
 
 /// Kueue-mode Release of `instance` on the Workload: removes the hold, makes it active
 /// again and counts the Release in `d/releases`, so the gate controller permits one
 /// more admission (`readmission::decide`).
-pub fn release_kueue(workload: &mut Value, instance: u64) -> Result<Change, Error> {
+pub fn release_kueue(workload: &mut Value, instance: u64) -> Result<Edit, Error> {
     check_instance(instance)?;
     match hold_in_force(workload)? {
-        None => return Ok(Change::Unchanged),
+        None => return Ok(Edit::Unchanged),
         Some(k) if k != instance => return Err(stale(instance, k)),
         Some(_) => {}
     }
@@ -243,7 +259,7 @@ pub fn release_kueue(workload: &mut Value, instance: u64) -> Result<Change, Erro
     annotations.remove(keys::ANN_HOLD_INSTANCE);
     annotations.insert(keys::ANN_RELEASES.into(), json!((releases + 1).to_string()));
     set_active(workload, true);
-    Ok(Change::Write)
+    Ok(Edit::Write)
 }
 
 #[cfg(test)]

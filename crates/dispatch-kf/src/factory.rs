@@ -14,7 +14,7 @@ use dispatch_kf_client::resources::{
     TRAINING_RUNTIME, WORKLOAD,
 };
 use dispatch_kf_client::{Cluster, ClusterConfig, Permission, Resource};
-use dispatch_kf_model::capabilities::{self, Access, Facts};
+use dispatch_kf_model::capabilities::{self, PreflightFacts, Writability};
 use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, prove_gate};
 use dispatch_kf_model::{Mode, Purpose, Settings, keys, probe_request};
 
@@ -25,9 +25,9 @@ use crate::{Inner, KubeflowBackend, edge};
 #[derive(Clone, Debug)]
 pub struct Preflight {
     /// The probed facts.
-    pub facts: Facts,
+    pub facts: PreflightFacts,
     /// Whether the Backend writes, observes only, or is read-only.
-    pub access: Access,
+    pub access: Writability,
     /// Every capability's answer, without a spec.
     pub capabilities: BTreeMap<Capability, Support>,
     /// Whether the adapter may get Nodes.
@@ -175,7 +175,7 @@ impl KubeflowBackend {
         };
         // Until the probe says otherwise, the facts assume its round trip works, so that
         // the Backend that runs the probe may hold and release.
-        let mut facts = Facts {
+        let mut facts = PreflightFacts {
             mode: settings.mode,
             read_only: settings.read_only,
             hold_round_trip: Ok(()),
@@ -185,7 +185,7 @@ impl KubeflowBackend {
             probe_started: Ok(()),
             missing_writes,
         };
-        let backend = |facts: Facts, settings: Settings, cluster: Cluster| {
+        let backend = |facts: PreflightFacts, settings: Settings, cluster: Cluster| {
             let preflight = Preflight {
                 access: capabilities::access(&facts),
                 capabilities: capabilities::answers(&facts, None),
@@ -205,7 +205,7 @@ impl KubeflowBackend {
             }
         };
         // Read-only, or observe-only whatever the probe finds: nothing to probe.
-        if capabilities::access(&facts) != Access::Writable {
+        if capabilities::access(&facts) != Writability::Writable {
             facts.hold_round_trip = Err("not run, because the backend does not write".to_owned());
             return Ok(backend(facts, settings, cluster));
         }

@@ -7,8 +7,8 @@ use dispatch_core::{
     CallContext, Capability, Error, JobId, ObjectKind, ObjectObs, ObjectRef, ObjectState, Result,
 };
 use dispatch_kf_client::resources::{TRAIN_JOB, WORKLOAD};
-use dispatch_kf_client::{Cluster, Edit, RequestClass, Resource};
-use dispatch_kf_model::gates::{self, Change, Situation};
+use dispatch_kf_client::{Cluster, RequestClass, Resource};
+use dispatch_kf_model::gates::{self, Edit, Situation};
 use dispatch_kf_model::{Mode, Snapshot, keys, ranks};
 use serde_json::Value;
 
@@ -76,14 +76,14 @@ impl Inner {
             (Verb::Open, false) => call.edit(TRAIN_JOB, object, gates::open_plain).await,
             (Verb::Open, true) => call.edit(TRAIN_JOB, object, gates::open_kueue).await,
             (Verb::Hold(k), false) => {
-                call.edit(TRAIN_JOB, object, |tj, s| gates::hold(tj, k, s, false)).await
+                call.edit(TRAIN_JOB, object, |tj, s| gates::hold_plain(tj, k, s)).await
             }
             (Verb::Release(k), false) => {
                 call.edit(TRAIN_JOB, object, |tj, s| gates::release_plain(tj, k, s)).await
             }
             (Verb::Hold(k), true) => {
                 let workload = call.workload().await?;
-                call.edit(WORKLOAD, &workload, |wl, s| gates::hold(wl, k, s, true)).await
+                call.edit(WORKLOAD, &workload, |wl, s| gates::hold_kueue(wl, k, s)).await
             }
             (Verb::Release(k), true) => {
                 let workload = call.workload().await?;
@@ -129,7 +129,7 @@ impl Call<'_> {
         &self,
         resource: Resource,
         target: &ObjectRef,
-        mut decide: impl FnMut(&mut Value, &Situation) -> Result<Change>,
+        mut decide: impl FnMut(&mut Value, &Situation) -> Result<Edit>,
     ) -> Result<()> {
         let objects = self.cluster.objects(resource, &self.inner.settings.namespace);
         // Read after the target, so nothing the decision rests on is older than the
@@ -149,13 +149,11 @@ impl Call<'_> {
                         )));
                     }
                     let mut value = to_value(current);
-                    match decide(&mut value, &situation)? {
-                        Change::Unchanged => Ok(Edit::Unchanged),
-                        Change::Write => {
-                            *current = from_value(value)?;
-                            Ok(Edit::Write)
-                        }
+                    let edit = decide(&mut value, &situation)?;
+                    if edit == Edit::Write {
+                        *current = from_value(value)?;
                     }
+                    Ok(edit)
                 },
             )
             .await

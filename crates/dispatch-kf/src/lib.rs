@@ -36,7 +36,7 @@ use dispatch_core::{
 };
 use dispatch_kf_client::Cluster;
 use dispatch_kf_model::Settings;
-use dispatch_kf_model::capabilities::{self, Access};
+use dispatch_kf_model::capabilities::{self, Writability};
 
 pub use factory::Preflight;
 use inflight::InFlightMarks;
@@ -82,9 +82,9 @@ impl Inner {
     pub(crate) fn check_writable(&self) -> Result<()> {
         self.check_open()?;
         match &self.preflight.access {
-            Access::Writable => Ok(()),
-            Access::ReadOnly => Err(Error::read_only("the backend is read-only")),
-            Access::ObserveOnly { missing } => {
+            Writability::Writable => Ok(()),
+            Writability::ReadOnly => Err(Error::read_only("the backend is read-only")),
+            Writability::ObserveOnly { missing } => {
                 Err(Error::read_only(format!("the backend is observe-only: {missing}")))
             }
         }

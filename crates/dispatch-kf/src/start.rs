@@ -13,7 +13,7 @@ use dispatch_kf_client::resources::{
     CLUSTER_TRAINING_RUNTIME, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
 };
 use dispatch_kf_client::{Created, Deleted, RequestClass};
-use dispatch_kf_model::capabilities::Access;
+use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::render::extensions;
 use dispatch_kf_model::runtime::{RuntimeKind, RuntimeRef, SourceRuntime};
 use dispatch_kf_model::{Mode, Purpose, Rendered, keys, kueue, readback, render};
@@ -55,9 +55,9 @@ impl Inner {
     ) -> Result<ObjectRef> {
         self.check_open()?;
         match &self.preflight.access {
-            Access::Writable => {}
-            Access::ReadOnly => return Err(Error::read_only("the backend is read-only")),
-            Access::ObserveOnly { missing } => {
+            Writability::Writable => {}
+            Writability::ReadOnly => return Err(Error::read_only("the backend is read-only")),
+            Writability::ObserveOnly { missing } => {
                 return Err(Error::unsupported(format!("the backend is observe-only: {missing}")));
             }
         }

@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use dispatch_core::{Backend, Capability, Kind, ObjectState};
 use dispatch_kf::KubeflowBackend;
-use dispatch_kf_model::capabilities::Access;
+use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Identity, Rule, Sim};
 use serde_json::json;
@@ -52,7 +52,7 @@ fn install_gate_with_quota(sim: &Sim, lease_fresh: bool, gpus: u32) {
 async fn without_a_proven_gate_kueue_mode_is_observe_only_naming_what_is_missing() {
     let sim = cluster().await;
     let b = backend(&sim, kueue_settings()).await;
-    let Access::ObserveOnly { missing } = &b.preflight().access else {
+    let Writability::ObserveOnly { missing } = &b.preflight().access else {
         panic!("{:?}", b.preflight().access)
     };
     assert!(missing.contains("LocalQueue team-a does not exist"), "{missing}");
@@ -87,7 +87,7 @@ async fn with_the_gate_proven_start_waits_for_a_gated_workload_and_holds_go_on_i
     let b = backend(&sim, kueue_settings()).await;
     assert_eq!(
         b.preflight().access,
-        Access::Writable,
+        Writability::Writable,
         "{:?}",
         b.preflight().capabilities[&Capability::ReadmissionGate]
     );
@@ -143,7 +143,7 @@ async fn kueue_mode_without_permission_to_update_workloads_is_observe_only_namin
     assert!(!b.preflight().capabilities[&Capability::Hold].is_yes());
     assert!(!b.preflight().capabilities[&Capability::ReadmissionGate].is_yes());
     assert!(
-        matches!(&b.preflight().access, Access::ObserveOnly { missing } if missing.contains("update workloads")),
+        matches!(&b.preflight().access, Writability::ObserveOnly { missing } if missing.contains("update workloads")),
         "{:?}",
         b.preflight().access
     );
@@ -179,7 +179,7 @@ async fn a_workload_that_never_gets_the_check_stops_the_train_job_and_is_rejecte
     let sim = cluster().await;
     install_gate(&sim, true);
     let b = backend(&sim, kueue_settings()).await;
-    assert_eq!(b.preflight().access, Access::Writable);
+    assert_eq!(b.preflight().access, Writability::Writable);
     // The ClusterQueue stops listing dispatch's check: new Workloads never carry it.
     let mut cq = sim.list("clusterqueues", "").into_iter().next().unwrap();
     cq["spec"]["admissionChecksStrategy"] = json!({"admissionChecks": []});
@@ -360,7 +360,7 @@ async fn missing_write_permissions_make_the_backend_observe_only_naming_each_and
         .await
         .unwrap();
     match &b.preflight().access {
-        Access::ObserveOnly { missing } => assert!(
+        Writability::ObserveOnly { missing } => assert!(
             missing.contains("create trainjobs, update trainjobs, delete trainjobs"),
             "{missing}"
         ),

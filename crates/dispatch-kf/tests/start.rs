@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use dispatch_core::{Backend, CallContext, Capability, Error, Kind, ObjectState};
 use dispatch_kf::KubeflowBackend;
-use dispatch_kf_model::capabilities::Access;
+use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::names;
 use dispatch_kf_sim::{Fault, FaultAction};
 use serde_json::json;
@@ -29,7 +29,7 @@ fn assert_nothing_left(sim: &dispatch_kf_sim::Sim) {
 async fn factory_on_a_complete_cluster_is_writable_and_its_probe_leaves_nothing() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;
-    assert_eq!(b.preflight().access, Access::Writable);
+    assert_eq!(b.preflight().access, Writability::Writable);
     assert!(
         b.preflight().capabilities[&Capability::Hold].is_yes(),
         "{:?}",
@@ -151,7 +151,7 @@ async fn start_on_a_read_only_backend_is_read_only_and_probes_nothing() {
     let sim = cluster().await;
     sim.clear_requests();
     let b = backend(&sim, settings(json!({"readOnly": true}))).await;
-    assert_eq!(b.preflight().access, Access::ReadOnly);
+    assert_eq!(b.preflight().access, Writability::ReadOnly);
     assert!(
         sim.requests()
             .iter()
@@ -297,7 +297,7 @@ async fn a_probe_whose_train_job_create_went_unanswered_leaves_nothing_behind() 
     sim.add_fault(Fault::on("create", "trainjobs", FaultAction::ResetAfterApply));
     let b = backend(&sim, settings(json!({}))).await;
     assert!(
-        matches!(&b.preflight().access, Access::ObserveOnly { missing } if missing.contains("could not start")),
+        matches!(&b.preflight().access, Writability::ObserveOnly { missing } if missing.contains("could not start")),
         "{:?}",
         b.preflight().access
     );
@@ -329,6 +329,6 @@ async fn the_plain_mode_kueue_check_fits_in_the_deadline_factory_runs_under() {
     let b = KubeflowBackend::with_cluster(defaults, connect(&sim, "admin").await, &soon)
         .await
         .expect("Factory finishes within its deadline");
-    assert_eq!(b.preflight().access, Access::Writable);
+    assert_eq!(b.preflight().access, Writability::Writable);
     assert!(names(&sim, "trainjobs").is_empty(), "{:?}", names(&sim, "trainjobs"));
 }

@@ -15,7 +15,7 @@ use dispatch_core::{
     ObjectRef, OutputStream, Result, StartRequest, Watcher,
 };
 use dispatch_kf::KubeflowBackend;
-use dispatch_kf_model::capabilities::Access;
+use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::{Settings, keys};
 use dispatch_kf_sim::{Sim, SimOptions};
 use futures::StreamExt;
@@ -198,9 +198,9 @@ impl<'n> Stage<'n> {
             _gate: gate,
         };
         let access = match &stage.backend.preflight().access {
-            Access::Writable => "writable".to_owned(),
-            Access::ReadOnly => "read-only".to_owned(),
-            Access::ObserveOnly { missing } => format!("observe-only ({missing})"),
+            Writability::Writable => "writable".to_owned(),
+            Writability::ReadOnly => "read-only".to_owned(),
+            Writability::ObserveOnly { missing } => format!("observe-only ({missing})"),
         };
         stage.event(
             "cluster",

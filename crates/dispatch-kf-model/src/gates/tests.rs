@@ -57,7 +57,7 @@ fn open_lifts_the_plain_gate_and_counts_the_first_admission() {
 #[test]
 fn open_on_a_lifted_gate_writes_nothing() {
     let mut tj = opened();
-    assert_eq!(open_plain(&mut tj, &calm()).unwrap(), Change::Unchanged);
+    assert_eq!(open_plain(&mut tj, &calm()).unwrap(), Edit::Unchanged);
 }
 
 #[test]
@@ -84,7 +84,7 @@ fn open_while_pods_remain_is_pods_remain_and_writes_nothing() {
 #[test]
 fn open_under_a_hold_counts_the_admission_but_the_hold_keeps_it_stopped() {
     let mut tj = gated();
-    hold(&mut tj, 1, &calm(), false).unwrap();
+    hold_plain(&mut tj, 1, &calm()).unwrap();
     open_plain(&mut tj, &calm()).unwrap();
     assert_eq!(admission(&tj), 1);
     assert_eq!(tj["spec"]["suspend"], true);
@@ -93,27 +93,27 @@ fn open_under_a_hold_counts_the_admission_but_the_hold_keeps_it_stopped() {
 #[test]
 fn hold_sets_the_instance_and_suspends() {
     let mut tj = opened();
-    assert_eq!(hold(&mut tj, 3, &calm(), false).unwrap(), Change::Write);
+    assert_eq!(hold_plain(&mut tj, 3, &calm()).unwrap(), Edit::Write);
     assert_eq!(hold_in_force(&tj).unwrap(), Some(3));
     assert_eq!(tj["spec"]["suspend"], true);
-    assert_eq!(hold(&mut tj, 3, &calm(), false).unwrap(), Change::Unchanged);
-    let err = hold(&mut tj, 4, &calm(), false).unwrap_err();
+    assert_eq!(hold_plain(&mut tj, 3, &calm()).unwrap(), Edit::Unchanged);
+    let err = hold_plain(&mut tj, 4, &calm()).unwrap_err();
     assert!(err.is_stale_hold() && err.is(Kind::Rejected), "{err:?}");
 }
 
 #[test]
 fn hold_refuses_instance_zero_and_ended_objects() {
-    assert!(hold(&mut opened(), 0, &calm(), false).unwrap_err().is(Kind::Invalid));
+    assert!(hold_plain(&mut opened(), 0, &calm()).unwrap_err().is(Kind::Invalid));
     let ended = Situation { ended: true, ..calm() };
-    assert!(hold(&mut opened(), 1, &ended, false).unwrap_err().is(Kind::Rejected));
+    assert!(hold_plain(&mut opened(), 1, &ended).unwrap_err().is(Kind::Rejected));
     assert!(release_plain(&mut opened(), 0, &calm()).unwrap_err().is(Kind::Invalid));
 }
 
 #[test]
 fn release_runs_the_job_again_as_a_new_execution() {
     let mut tj = opened();
-    hold(&mut tj, 1, &calm(), false).unwrap();
-    assert_eq!(release_plain(&mut tj, 1, &calm()).unwrap(), Change::Write);
+    hold_plain(&mut tj, 1, &calm()).unwrap();
+    assert_eq!(release_plain(&mut tj, 1, &calm()).unwrap(), Edit::Write);
     assert_eq!(hold_in_force(&tj).unwrap(), None);
     assert_eq!(tj["spec"]["suspend"], false);
     assert_eq!(admission(&tj), 2);
@@ -123,7 +123,7 @@ fn release_runs_the_job_again_as_a_new_execution() {
 #[test]
 fn release_while_pods_remain_refuses_and_the_hold_stays() {
     let mut tj = opened();
-    hold(&mut tj, 1, &calm(), false).unwrap();
+    hold_plain(&mut tj, 1, &calm()).unwrap();
     let before = tj.clone();
     let busy = Situation { pods_remaining: vec!["p-0".into(), "p-1".into()], ..calm() };
     let err = release_plain(&mut tj, 1, &busy).unwrap_err();
@@ -135,7 +135,7 @@ fn release_while_pods_remain_refuses_and_the_hold_stays() {
 #[test]
 fn release_before_open_only_removes_the_hold() {
     let mut tj = gated();
-    hold(&mut tj, 1, &calm(), false).unwrap();
+    hold_plain(&mut tj, 1, &calm()).unwrap();
     release_plain(&mut tj, 1, &calm()).unwrap();
     assert_eq!(hold_in_force(&tj).unwrap(), None);
     assert_eq!(tj["spec"]["suspend"], true, "the start gate is still closed");
@@ -145,8 +145,8 @@ fn release_before_open_only_removes_the_hold() {
 #[test]
 fn release_without_a_hold_writes_nothing_and_another_instance_is_stale() {
     let mut tj = opened();
-    assert_eq!(release_plain(&mut tj, 1, &calm()).unwrap(), Change::Unchanged);
-    hold(&mut tj, 2, &calm(), false).unwrap();
+    assert_eq!(release_plain(&mut tj, 1, &calm()).unwrap(), Edit::Unchanged);
+    hold_plain(&mut tj, 2, &calm()).unwrap();
     assert!(release_plain(&mut tj, 1, &calm()).unwrap_err().is_stale_hold());
 }
 
@@ -154,7 +154,7 @@ fn release_without_a_hold_writes_nothing_and_another_instance_is_stale() {
 fn a_malformed_hold_instance_is_refused_not_guessed() {
     let mut tj = opened();
     tj["metadata"]["annotations"][keys::ANN_HOLD_INSTANCE] = json!("01");
-    let err = hold(&mut tj, 1, &calm(), false).unwrap_err();
+    let err = hold_plain(&mut tj, 1, &calm()).unwrap_err();
     assert!(err.is(Kind::Rejected) && err.message().contains("malformed"), "{err:?}");
 }
 
@@ -162,9 +162,9 @@ fn a_malformed_hold_instance_is_refused_not_guessed() {
 fn kueue_open_removes_only_dispatchs_gate() {
     let mut tj =
         json!({"metadata": {"annotations": {keys::KUEUE_ADMISSION_GATED_BY: keys::START_GATE}}});
-    assert_eq!(open_kueue(&mut tj, &calm()).unwrap(), Change::Write);
+    assert_eq!(open_kueue(&mut tj, &calm()).unwrap(), Edit::Write);
     assert!(tj["metadata"]["annotations"].get(keys::KUEUE_ADMISSION_GATED_BY).is_none());
-    assert_eq!(open_kueue(&mut tj, &calm()).unwrap(), Change::Unchanged);
+    assert_eq!(open_kueue(&mut tj, &calm()).unwrap(), Edit::Unchanged);
 
     let both = format!("example.com/other,{}", keys::START_GATE);
     let mut tj = json!({"metadata": {"annotations": {keys::KUEUE_ADMISSION_GATED_BY: both}}});
@@ -190,16 +190,16 @@ fn kueue_open_on_an_ended_train_job_says_whether_it_ever_ran() {
 #[test]
 fn kueue_holds_deactivate_the_workload_and_release_reactivates_it() {
     let mut wl = json!({"metadata": {"name": "w"}, "spec": {"active": true}});
-    hold(&mut wl, 1, &calm(), true).unwrap();
+    hold_kueue(&mut wl, 1, &calm()).unwrap();
     assert_eq!(wl["spec"]["active"], false);
     assert_eq!(hold_in_force(&wl).unwrap(), Some(1));
     assert!(release_kueue(&mut wl, 2).unwrap_err().is_stale_hold());
-    assert_eq!(release_kueue(&mut wl, 1).unwrap(), Change::Write);
+    assert_eq!(release_kueue(&mut wl, 1).unwrap(), Edit::Write);
     assert_eq!(wl["spec"]["active"], true);
     assert_eq!(hold_in_force(&wl).unwrap(), None);
     assert_eq!(wl["metadata"]["annotations"][keys::ANN_RELEASES], "1", "the Release is counted");
-    assert_eq!(release_kueue(&mut wl, 1).unwrap(), Change::Unchanged);
-    hold(&mut wl, 2, &calm(), true).unwrap();
+    assert_eq!(release_kueue(&mut wl, 1).unwrap(), Edit::Unchanged);
+    hold_kueue(&mut wl, 2, &calm()).unwrap();
     release_kueue(&mut wl, 2).unwrap();
     assert_eq!(wl["metadata"]["annotations"][keys::ANN_RELEASES], "2");
 }
@@ -209,8 +209,8 @@ fn malformed_objects_do_not_panic() {
     for mut bad in [json!(null), json!(5), json!({"metadata": 3, "spec": "x"}), json!([1])] {
         let _ = open_plain(&mut bad.clone(), &calm());
         let _ = open_kueue(&mut bad.clone(), &calm());
-        let _ = hold(&mut bad.clone(), 1, &calm(), false);
-        let _ = hold(&mut bad.clone(), 1, &calm(), true);
+        let _ = hold_plain(&mut bad.clone(), 1, &calm());
+        let _ = hold_kueue(&mut bad.clone(), 1, &calm());
         let _ = release_plain(&mut bad.clone(), 1, &calm());
         let _ = release_kueue(&mut bad, 1);
     }
