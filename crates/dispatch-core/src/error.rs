@@ -7,62 +7,30 @@
 use std::fmt;
 
 use crate::ObjectRef;
+use crate::named::named_enum;
 
 /// The result of a backend call.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// A sentinel: the class of a failure, as the supervisor sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Kind {
-    /// The caller's input is wrong; nothing was done.
-    Invalid,
-    /// This backend cannot do it here; nothing was done.
-    Unsupported,
-    /// The scheduler or the adapter refused; nothing is left running.
-    Rejected,
-    /// No such object (for this backend, in this namespace, of this UID).
-    NotFound,
-    /// Credentials or permissions.
-    Unauthorized,
-    /// No definite answer for a read, or a write provably not sent.
-    Unreachable,
-    /// A write that may have taken effect.
-    OutcomeUnknown,
-    /// A write on a backend that may not write.
-    ReadOnly,
-}
-
-impl Kind {
-    /// Every kind, in declaration order.
-    pub const ALL: [Kind; 8] = [
-        Kind::Invalid,
-        Kind::Unsupported,
-        Kind::Rejected,
-        Kind::NotFound,
-        Kind::Unauthorized,
-        Kind::Unreachable,
-        Kind::OutcomeUnknown,
-        Kind::ReadOnly,
-    ];
-
-    /// The name the command line and JSON use: `invalid`, `outcome-unknown`, ...
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Invalid => "invalid",
-            Kind::Unsupported => "unsupported",
-            Kind::Rejected => "rejected",
-            Kind::NotFound => "not-found",
-            Kind::Unauthorized => "unauthorized",
-            Kind::Unreachable => "unreachable",
-            Kind::OutcomeUnknown => "outcome-unknown",
-            Kind::ReadOnly => "read-only",
-        }
-    }
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+named_enum! {
+    /// A sentinel: the class of a failure, as the supervisor sees it.
+    pub enum Kind {
+        /// The caller's input is wrong; nothing was done.
+        Invalid = "invalid",
+        /// This backend cannot do it here; nothing was done.
+        Unsupported = "unsupported",
+        /// The scheduler or the adapter refused; nothing is left running.
+        Rejected = "rejected",
+        /// No such object (for this backend, in this namespace, of this UID).
+        NotFound = "not-found",
+        /// Credentials or permissions.
+        Unauthorized = "unauthorized",
+        /// No definite answer for a read, or a write provably not sent.
+        Unreachable = "unreachable",
+        /// A write that may have taken effect.
+        OutcomeUnknown = "outcome-unknown",
+        /// A write on a backend that may not write.
+        ReadOnly = "read-only",
     }
 }
 

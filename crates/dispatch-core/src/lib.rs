@@ -13,6 +13,7 @@ mod backend;
 mod capability;
 mod error;
 mod id;
+mod named;
 mod obs;
 mod recovery;
 mod spec;
@@ -26,6 +27,7 @@ pub use backend::{
 pub use capability::{Answer, Capability, Source, Support};
 pub use error::{Error, Kind, Refinement, Result};
 pub use id::JobId;
+pub use named::UnknownName;
 pub use obs::{
     Cause, CauseKind, Discovery, Execution, InFlight, ObjectKind, ObjectObs, ObjectRef,
     ObjectState, Provenance,

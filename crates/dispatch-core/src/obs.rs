@@ -6,31 +6,19 @@
 use jiff::Timestamp;
 
 use crate::JobId;
+use crate::named::named_enum;
 
-/// The kind of scheduler object an observation is about.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-pub enum ObjectKind {
-    /// A Kubeflow Trainer TrainJob: the object dispatch makes.
-    TrainJob,
-    /// A JobSet (reported on its own only as an orphan).
-    JobSet,
-    /// A pod (reported on its own only as an orphan).
-    Pod,
-    /// A runtime copy (reported on its own only as an orphan).
-    TrainingRuntime,
-}
-
-impl ObjectKind {
-    /// The Kubernetes kind.
-    pub fn name(self) -> &'static str {
-        match self {
-            ObjectKind::TrainJob => "TrainJob",
-            ObjectKind::JobSet => "JobSet",
-            ObjectKind::Pod => "Pod",
-            ObjectKind::TrainingRuntime => "TrainingRuntime",
-        }
+named_enum! {
+    /// The kind of scheduler object an observation is about.
+    pub enum ObjectKind {
+        /// A Kubeflow Trainer TrainJob: the object dispatch makes.
+        TrainJob = "TrainJob",
+        /// A JobSet (reported on its own only as an orphan).
+        JobSet = "JobSet",
+        /// A pod (reported on its own only as an orphan).
+        Pod = "Pod",
+        /// A runtime copy (reported on its own only as an orphan).
+        TrainingRuntime = "TrainingRuntime",
     }
 }
 
@@ -53,131 +41,67 @@ pub struct ObjectRef {
     pub uid: String,
 }
 
-/// The coarse state of one object.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum ObjectState {
-    /// Not running yet, and not held.
-    Pending,
-    /// Made, with its start gate closed: waiting for Open.
-    Gated,
-    /// Stopped by a hold: dispatch's or someone else's.
-    Held,
-    /// Admitted and not suspended.
-    Running,
-    /// The scheduler is done with it.
-    Ended,
-}
-
-/// Why an object is in its state: a closed list, with `unknown` for what the adapter
-/// cannot map.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum CauseKind {
-    /// No cause: success, or nothing to explain.
-    None,
-    /// A higher-priority workload took its place.
-    Preempted,
-    /// A node it ran on was lost.
-    NodeLost,
-    /// A rank ran out of memory.
-    OutOfMemory,
-    /// It reached its time limit.
-    TimeLimit,
-    /// A rank exited with a non-zero code.
-    NonZeroExit,
-    /// A rank could not be started.
-    LaunchFailed,
-    /// There is no room for it.
-    NoCapacity,
-    /// A hold is in force.
-    Held,
-    /// A hold was released.
-    Released,
-    /// The scheduler put it back in its queue.
-    Requeued,
-    /// Someone cancelled it.
-    Cancelled,
-    /// It is a second instance of something that must run once.
-    Duplicate,
-    /// The scheduler said something the adapter cannot map; the detail keeps its words.
-    Unknown,
-}
-
-impl CauseKind {
-    /// Every kind, in the list's order.
-    pub const ALL: [CauseKind; 14] = [
-        CauseKind::None,
-        CauseKind::Preempted,
-        CauseKind::NodeLost,
-        CauseKind::OutOfMemory,
-        CauseKind::TimeLimit,
-        CauseKind::NonZeroExit,
-        CauseKind::LaunchFailed,
-        CauseKind::NoCapacity,
-        CauseKind::Held,
-        CauseKind::Released,
-        CauseKind::Requeued,
-        CauseKind::Cancelled,
-        CauseKind::Duplicate,
-        CauseKind::Unknown,
-    ];
-
-    /// The name dispatch prints: `node-lost`, `non-zero-exit`, ...
-    pub fn name(self) -> &'static str {
-        match self {
-            CauseKind::None => "none",
-            CauseKind::Preempted => "preempted",
-            CauseKind::NodeLost => "node-lost",
-            CauseKind::OutOfMemory => "out-of-memory",
-            CauseKind::TimeLimit => "time-limit",
-            CauseKind::NonZeroExit => "non-zero-exit",
-            CauseKind::LaunchFailed => "launch-failed",
-            CauseKind::NoCapacity => "no-capacity",
-            CauseKind::Held => "held",
-            CauseKind::Released => "released",
-            CauseKind::Requeued => "requeued",
-            CauseKind::Cancelled => "cancelled",
-            CauseKind::Duplicate => "duplicate",
-            CauseKind::Unknown => "unknown",
-        }
+named_enum! {
+    /// The coarse state of one object.
+    pub enum ObjectState {
+        /// Not running yet, and not held.
+        Pending = "pending",
+        /// Made, with its start gate closed: waiting for Open.
+        Gated = "gated",
+        /// Stopped by a hold: dispatch's or someone else's.
+        Held = "held",
+        /// Admitted and not suspended.
+        Running = "running",
+        /// The scheduler is done with it.
+        Ended = "ended",
     }
 }
 
-impl std::fmt::Display for CauseKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+named_enum! {
+    /// Why an object is in its state: a closed list, with `unknown` for what the adapter
+    /// cannot map.
+    pub enum CauseKind {
+        /// No cause: success, or nothing to explain.
+        None = "none",
+        /// A higher-priority workload took its place.
+        Preempted = "preempted",
+        /// A node it ran on was lost.
+        NodeLost = "node-lost",
+        /// A rank ran out of memory.
+        OutOfMemory = "out-of-memory",
+        /// It reached its time limit.
+        TimeLimit = "time-limit",
+        /// A rank exited with a non-zero code.
+        NonZeroExit = "non-zero-exit",
+        /// A rank could not be started.
+        LaunchFailed = "launch-failed",
+        /// There is no room for it.
+        NoCapacity = "no-capacity",
+        /// A hold is in force.
+        Held = "held",
+        /// A hold was released.
+        Released = "released",
+        /// The scheduler put it back in its queue.
+        Requeued = "requeued",
+        /// Someone cancelled it.
+        Cancelled = "cancelled",
+        /// It is a second instance of something that must run once.
+        Duplicate = "duplicate",
+        /// The scheduler said something the adapter cannot map; the detail keeps its words.
+        Unknown = "unknown",
     }
 }
 
-impl std::fmt::Display for ObjectState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ObjectState::Pending => "pending",
-            ObjectState::Gated => "gated",
-            ObjectState::Held => "held",
-            ObjectState::Running => "running",
-            ObjectState::Ended => "ended",
-        })
+named_enum! {
+    /// Who said so.
+    pub enum Provenance {
+        /// The scheduler (Kubernetes, JobSet, Kueue, the Trainer).
+        Scheduler = "scheduler",
+        /// The application: an exit code.
+        Application = "application",
+        /// An actor: a person or a supervisor.
+        Actor = "actor",
     }
-}
-
-/// Who said so.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Provenance {
-    /// The scheduler (Kubernetes, JobSet, Kueue, the Trainer).
-    Scheduler,
-    /// The application: an exit code.
-    Application,
-    /// An actor: a person or a supervisor.
-    Actor,
 }
 
 /// The cause of an object's state.

@@ -1,6 +1,7 @@
 //! The object-only [`Status`]: what a reader with no record store can say.
 
 use crate::ObjectObs;
+use crate::named::named_enum;
 
 /// How much a status knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -10,15 +11,15 @@ pub enum StatusLevel {
     ObjectOnly,
 }
 
-/// The state of a job as an object-only reader sees it: never terminal, because an
-/// object ending is not the job ending, and only the record knows which it was.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StatusState {
-    /// No object of the job is alive.
-    Pending,
-    /// Some object of the job is alive (pending, gated, held or running).
-    Running,
+named_enum! {
+    /// The state of a job as an object-only reader sees it: never terminal, because an
+    /// object ending is not the job ending, and only the record knows which it was.
+    pub enum StatusState {
+        /// No object of the job is alive.
+        Pending = "pending",
+        /// Some object of the job is alive (pending, gated, held or running).
+        Running = "running",
+    }
 }
 
 /// A job's status without a record.

@@ -52,12 +52,7 @@ fn state_colour(state: ObjectState, cause: CauseKind) -> &'static str {
 
 /// How a provenance is written; `-` for none.
 pub(crate) fn provenance_name(provenance: Option<Provenance>) -> &'static str {
-    match provenance {
-        Some(Provenance::Scheduler) => "scheduler",
-        Some(Provenance::Application) => "application",
-        Some(Provenance::Actor) => "actor",
-        None => "-",
-    }
+    provenance.map_or("-", Provenance::name)
 }
 
 /// The column headers.
