@@ -68,7 +68,7 @@ impl ServeArgs {
         };
         let sim = Sim::start_demo(options, self.nodes, self.gpus).await.map_err(|e| failed(&e))?;
         if self.kueue {
-            install_kueue(&sim, self.nodes * self.gpus).map_err(|e| failed(&e))?;
+            sim.install_kueue(self.nodes * self.gpus).map_err(|e| failed(&e))?;
         }
         let kubeconfig = sim.kubeconfig_yaml("admin").map_err(|e| failed(&e))?;
         match &self.kubeconfig_out {
@@ -158,37 +158,11 @@ async fn read_console(sim: Arc<Sim>) {
     }
 }
 
-/// The Kueue objects the readmission gate needs
-/// (`docs/gate.md#installing-it-on-a-cluster`; `docs/sim.md#dispatch-kf-sim-serve`), the
-/// same ones `cargo xtask cluster up --kueue` installs on the real control plane
-/// (`fixtures/cluster/kueue-setup.json`): the ResourceFlavor `default-flavor`, the
-/// ClusterQueue `gpu` with `quota` GPUs whose admission checks list
-/// `dispatch-readmission`, that AdmissionCheck (its controller marks it Active), the
-/// namespace of the gate's Lease, and the LocalQueue `team-a` in `default`.
-pub(crate) fn install_kueue(
-    sim: &Sim,
-    quota: u32,
-) -> std::result::Result<(), dispatch_kf_sim::SimError> {
-    for object in kueue_setup(quota) {
-        sim.apply(object)?;
-    }
-    Ok(())
-}
-
-/// The shared Kueue setup with the ClusterQueue's GPU quota filled in.
-fn kueue_setup(quota: u32) -> Vec<serde_json::Value> {
-    const SETUP: &str = include_str!("../../../fixtures/cluster/kueue-setup.json");
-    let text = SETUP.replace("\"$QUOTA\"", &format!("\"{quota}\""));
-    serde_json::from_str(&text).expect("fixtures/cluster/kueue-setup.json is a JSON array")
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn the_kueue_setup_names_the_gates_controller_and_takes_the_quota() {
-        let setup = kueue_setup(16);
+        let setup = dispatch_kf_sim::kueue_setup(16);
         let check = setup.iter().find(|o| o["kind"] == "AdmissionCheck").unwrap();
         assert_eq!(check["spec"]["controllerName"], dispatch_kf_model::keys::GATE_CONTROLLER_NAME);
         let queue = setup.iter().find(|o| o["kind"] == "ClusterQueue").unwrap();

@@ -1,8 +1,6 @@
 //! Snapshot reads for one job, against the simulated cluster: what they find, and that
 //! the number of requests does not grow with the namespace.
 
-use std::time::Duration;
-
 use dispatch_core::{CallContext, JobId};
 use dispatch_kf_client::{Cluster, JobQuery};
 use dispatch_kf_model::{Mode, keys, names};
@@ -12,10 +10,7 @@ use serde_json::{Value, json};
 const NS: &str = "default";
 
 async fn cluster(sim: &Sim) -> Cluster {
-    let config =
-        kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml("admin").unwrap()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(config, &Default::default()).await.unwrap();
-    Cluster::from_kube_config(config, Duration::from_secs(5)).unwrap()
+    dispatch_kf_testkit::connect(sim, "admin").await
 }
 
 fn job(n: u32) -> JobId {

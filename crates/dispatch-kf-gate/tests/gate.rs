@@ -2,17 +2,14 @@
 //! mode: the admission stories of `docs/gate.md#what-it-does`, leader election on the
 //! virtual clock, and a restart that decides the same.
 
-#[path = "../../dispatch-kf/tests/common/mod.rs"]
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use dispatch_core::{Backend, ObjectRef};
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Identity, Propagation, Rule, Sim, SimOptions};
+use dispatch_kf_testkit::*;
 use serde_json::{Value, json};
 
 const CHECK: &str = "dispatch-readmission";
@@ -49,11 +46,7 @@ async fn start_gate(sim: &Sim, identity: &str) -> dispatch_kf_gate::Running {
             .allow(Rule::new(&["*"], "kueue.x-k8s.io", &["*"]))
             .allow(Rule::new(&["*"], "coordination.k8s.io", &["*"])),
     );
-    let kubeconfig =
-        kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml(identity).unwrap()).unwrap();
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
-    let client = kube::Client::try_from(config).unwrap();
+    let client = kube_client(sim, identity).await;
     let mut options = dispatch_kf_gate::Options::new(LEASE_NS, LEASE, identity);
     options.lease_duration = Duration::from_secs(LEASE_SECS);
     options.retry_period = Duration::from_millis(50);

@@ -37,7 +37,26 @@ pub fn torch_distributed() -> Value {
     })
 }
 
+/// The Kueue objects the readmission gate needs, one file shared with
+/// `cargo xtask cluster up --kueue` (`fixtures/cluster/kueue-setup.json`): the
+/// ResourceFlavor `default-flavor`, the ClusterQueue `gpu` with `quota` GPUs whose
+/// admission checks list `dispatch-readmission`, that AdmissionCheck, the namespace of
+/// the gate's Lease, and the LocalQueue `team-a` in `default`.
+pub fn kueue_setup(quota: u32) -> Vec<Value> {
+    const SETUP: &str = include_str!("../../../fixtures/cluster/kueue-setup.json");
+    let text = SETUP.replace("\"$QUOTA\"", &format!("\"{quota}\""));
+    serde_json::from_str(&text).expect("fixtures/cluster/kueue-setup.json is a JSON array")
+}
+
 impl Sim {
+    /// Installs [`kueue_setup`] with `quota` GPUs.
+    pub fn install_kueue(&self, quota: u32) -> Result<(), SimError> {
+        for object in kueue_setup(quota) {
+            self.apply(object)?;
+        }
+        Ok(())
+    }
+
     /// Starts a cluster with `nodes` Ready nodes (`gpu-0`, `gpu-1`, ...) of
     /// `gpus_per_node` `nvidia.com/gpu` each, and `torch-distributed` installed. Serve
     /// until dropped; hand out [`Sim::kubeconfig_yaml`].

@@ -44,7 +44,7 @@ pub use admission::TRAINER_CONTROLLER;
 pub use apierror::ApiError;
 pub use auth::{Access, Identity, Rule};
 pub use delete::Propagation;
-pub use demo::torch_distributed;
+pub use demo::{kueue_setup, torch_distributed};
 pub use faults::{Fault, FaultAction};
 pub use managed::owner_of;
 pub use resources::{RESOURCES, Resource, by_plural};

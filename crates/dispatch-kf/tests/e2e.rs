@@ -9,7 +9,6 @@
 //! brings both; a real cluster must run them (`cargo xtask cluster up --kueue` and
 //! `cargo xtask cluster gate`), and one that does not serve Kueue's API skips it.
 
-mod common;
 #[path = "e2e/suite.rs"]
 mod suite;
 #[path = "e2e/target.rs"]

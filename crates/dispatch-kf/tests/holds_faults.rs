@@ -4,16 +4,14 @@
 //! unknown outcome never ends with a hold instance other than the last one granted, and
 //! never has the admission count raised twice for one Release.
 
-mod common;
-
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use common::*;
 use dispatch_core::{Backend, Kind, ObjectRef};
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Fault, FaultAction};
+use dispatch_kf_testkit::*;
 use proptest::prelude::*;
 
 #[derive(Clone, Copy, Debug)]
@@ -55,7 +53,20 @@ fn world() -> &'static World {
 
 static NEXT_JOB: AtomicU32 = AtomicU32::new(5000);
 
-impl World {
+/// The steps of the property, on the shared world.
+trait Steps {
+    fn run(
+        &self,
+        object: &ObjectRef,
+        op: Op,
+        k: u64,
+        fault: &Option<FaultAction>,
+    ) -> dispatch_core::Result<()>;
+    fn call(&self, object: &ObjectRef, op: Op, k: u64) -> dispatch_core::Result<()>;
+    fn held(&self, object: &ObjectRef) -> (Option<u64>, u64);
+}
+
+impl Steps for World {
     /// Runs `op` once with `fault` on its first write, then retries it without faults
     /// while its outcome is unknown, as the supervisor does.
     fn run(

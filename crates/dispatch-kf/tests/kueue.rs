@@ -2,14 +2,12 @@
 //! the Backend writes; with it, Start waits for a gated Workload, and holds live on the
 //! Workload. Also the refusals of an observe-only Backend.
 
-mod common;
-
-use common::*;
 use dispatch_core::{Backend, Capability, Kind, ObjectState};
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Identity, Rule, Sim};
+use dispatch_kf_testkit::*;
 use serde_json::json;
 
 fn kueue_settings() -> dispatch_kf_model::Settings {

@@ -2,14 +2,12 @@
 //! mode: the hold family's rules of `docs/gates.md` and the reference checks of
 //! `docs/errors.md#the-adapters-own-refusals`.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use dispatch_core::{Backend, CallContext, Kind, ObjectKind, ObjectRef, ObjectState};
 use dispatch_kf_model::{keys, names};
 use dispatch_kf_sim::{Fault, FaultAction};
+use dispatch_kf_testkit::*;
 use serde_json::json;
 
 async fn started(sim: &dispatch_kf_sim::Sim) -> (dispatch_kf::KubeflowBackend, ObjectRef) {

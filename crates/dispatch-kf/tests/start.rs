@@ -1,16 +1,14 @@
 //! Start's nine steps against the simulated cluster: what each step's success and
 //! failure leaves in the cluster, read back from the cluster itself.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
 use dispatch_core::{Backend, CallContext, Capability, Error, Kind, ObjectState};
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::names;
 use dispatch_kf_sim::{Fault, FaultAction};
+use dispatch_kf_testkit::*;
 use serde_json::json;
 
 /// Start of submission 1 of job 1 with `fault` in place: its error.

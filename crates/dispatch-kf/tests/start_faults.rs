@@ -8,16 +8,14 @@
 //!   TrainJob Start made was deleted by its own stop;
 //! - never two TrainJobs for one submission.
 
-mod common;
-
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use common::*;
 use dispatch_core::{Backend, Kind};
 use dispatch_kf_model::names;
 use dispatch_kf_sim::{Fault, FaultAction, RequestRecord};
+use dispatch_kf_testkit::*;
 use proptest::prelude::*;
 use serde_json::json;
 

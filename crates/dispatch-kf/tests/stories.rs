@@ -1,17 +1,15 @@
 //! Stories a user of the supervisor lives through, on the simulated cluster: a rank
 //! runs out of memory; a node is lost under a running job; rank 0's log is read.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use dispatch_core::{
     Backend, CauseKind, CessationSignal, Kind, ObjectState, OutputStream, Provenance, Watcher,
 };
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Identity, Rule, Sim};
+use dispatch_kf_testkit::*;
 use futures::StreamExt;
 use serde_json::{Value, json};
 

@@ -1,12 +1,10 @@
 //! Watch on the simulated cluster: every object first, then each change; bursts make
 //! one Find; deleted pods leave their evidence while a Watch is open.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use dispatch_core::{Backend, ObjectState, Watcher};
+use dispatch_kf_testkit::*;
 use futures::StreamExt;
 use serde_json::json;
 

@@ -142,7 +142,7 @@ impl<'n> Stage<'n> {
         let options = SimOptions { start: Timestamp::now(), ..SimOptions::default() };
         let sim = Sim::start_demo(options, NODES, GPUS).await.map_err(sim_failed)?;
         // Quota for one job: a preemptor takes it all, so the victim waits for it.
-        crate::sim::install_kueue(&sim, JOB_GPUS).map_err(sim_failed)?;
+        sim.install_kueue(JOB_GPUS).map_err(sim_failed)?;
         let gate = crate::sim::start_gate(&sim).await?;
         let waited = Instant::now();
         while !gate_serves(&sim) {

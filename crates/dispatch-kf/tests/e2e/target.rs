@@ -36,22 +36,12 @@ pub(crate) enum Target {
     Real(PathBuf),
 }
 
-/// The Kueue objects every Kueue-mode target has: those `sim serve --kueue` and
-/// `cargo xtask cluster up --kueue` install, here with the quota of one job of the
-/// suite (2 ranks of 8 GPUs), so that the sim's preemptor, which takes the victim's
-/// GPUs, leaves it none, as the real preemptor that takes the whole quota does.
-fn kueue_setup() -> Vec<Value> {
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/cluster/kueue-setup.json");
-    let text = std::fs::read_to_string(file).expect("fixtures/cluster/kueue-setup.json");
-    serde_json::from_str(&text.replace("\"$QUOTA\"", "\"16\"")).expect("a JSON array")
-}
-
 impl Target {
     /// The simulated cluster, unless the environment names a kubeconfig.
     pub(crate) async fn pick() -> Target {
         match std::env::var_os(KUBECONFIG_VAR).filter(|v| !v.is_empty()) {
             Some(path) => Target::Real(PathBuf::from(path)),
-            None => Target::Sim(super::common::cluster().await, None),
+            None => Target::Sim(dispatch_kf_testkit::cluster().await, None),
         }
     }
 
@@ -63,10 +53,11 @@ impl Target {
             return Target::pick().await;
         }
         let options = SimOptions { start: jiff::Timestamp::now(), ..SimOptions::default() };
-        let sim = super::common::cluster_with(options).await;
-        for object in kueue_setup() {
-            sim.apply(object).expect("the Kueue setup");
-        }
+        let sim = dispatch_kf_testkit::cluster_with(options).await;
+        // The quota of one job of the suite (2 ranks of 8 GPUs), so that the sim's
+        // preemptor, which takes the victim's GPUs, leaves it none, as the real
+        // preemptor that takes the whole quota does.
+        sim.install_kueue(16).expect("the Kueue setup");
         let target = Target::Sim(sim, None);
         let client = kube::Client::try_from(target.config().await).expect("a client");
         let Target::Sim(sim, None) = target else { unreachable!("made above") };

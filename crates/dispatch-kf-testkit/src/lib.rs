@@ -1,8 +1,7 @@
-//! Shared setup for the Backend's end-to-end tests: a simulated cluster with the
-//! Trainer's torch-distributed runtime, GPU nodes and the `training` namespace, and a
-//! Backend made by Factory on it.
-
-#![allow(dead_code, unreachable_pub)]
+//! The setup the workspace's tests share, written once: a simulated cluster with the
+//! Trainer's torch-distributed runtime, four 8-GPU nodes and the `training` namespace;
+//! clients and a Backend made by Factory on it, as any identity; settings, requests and
+//! call contexts. Not published: a dev-dependency of the crates whose tests need it.
 
 use std::time::Duration;
 
@@ -13,12 +12,8 @@ use dispatch_kf_model::Settings;
 use dispatch_kf_sim::{Sim, SimOptions};
 use serde_json::{Value, json};
 
+/// The namespace the adapter works in.
 pub const NS: &str = "training";
-
-fn fixture(path: &str) -> Value {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/");
-    serde_json::from_slice(&std::fs::read(format!("{root}{path}")).unwrap()).unwrap()
-}
 
 /// A simulated cluster ready for the adapter.
 pub async fn cluster() -> Sim {
@@ -29,7 +24,7 @@ pub async fn cluster() -> Sim {
 pub async fn cluster_with(options: SimOptions) -> Sim {
     let sim = Sim::start(options).await.unwrap();
     sim.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})).unwrap();
-    sim.apply(fixture("render/runtime-torch.json")).unwrap();
+    sim.apply(dispatch_kf_sim::torch_distributed()).unwrap();
     for i in 0..4 {
         sim.apply(json!({
             "apiVersion": "v1", "kind": "Node",
@@ -59,20 +54,36 @@ pub fn settings(extra: Value) -> Settings {
     Settings::from_value(&doc).unwrap()
 }
 
-/// A client for `user` on the sim.
-pub async fn connect(sim: &Sim, user: &str) -> Cluster {
+/// The client configuration of `user` on the sim, as its kubeconfig gives it.
+pub async fn config(sim: &Sim, user: &str) -> kube::Config {
     let kubeconfig =
         kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml(user).unwrap()).unwrap();
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
-    Cluster::from_kube_config(config, Duration::from_secs(5)).unwrap()
+    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap()
+}
+
+/// A plain kube client for `user` on the sim.
+pub async fn kube_client(sim: &Sim, user: &str) -> kube::Client {
+    kube::Client::try_from(config(sim, user).await).unwrap()
+}
+
+/// The adapter's client for `user` on the sim, each request given `timeout`.
+pub async fn connect_with(sim: &Sim, user: &str, timeout: Duration) -> Cluster {
+    Cluster::from_kube_config(config(sim, user).await, timeout).unwrap()
+}
+
+/// The adapter's client for `user` on the sim, each request given 5 s.
+pub async fn connect(sim: &Sim, user: &str) -> Cluster {
+    connect_with(sim, user, Duration::from_secs(5)).await
 }
 
 /// One cluster and one plain-mode Backend on a runtime of their own, shared by every
 /// case of a property test: each case starts a job of its own.
 pub struct World {
+    /// The runtime every case runs on.
     pub runtime: tokio::runtime::Runtime,
+    /// The cluster.
     pub sim: Sim,
+    /// The Backend, made by Factory on it.
     pub backend: KubeflowBackend,
 }
 
@@ -82,13 +93,7 @@ impl World {
         let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
         let (sim, backend) = runtime.block_on(async {
             let sim = cluster().await;
-            let kubeconfig =
-                kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml("admin").unwrap())
-                    .unwrap();
-            let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                .await
-                .unwrap();
-            let client = Cluster::from_kube_config(config, request_timeout).unwrap();
+            let client = connect_with(&sim, "admin", request_timeout).await;
             let backend =
                 KubeflowBackend::with_cluster(settings(json!({})), client, &cx()).await.unwrap();
             (sim, backend)
@@ -102,6 +107,7 @@ pub async fn backend(sim: &Sim, settings: Settings) -> KubeflowBackend {
     KubeflowBackend::with_cluster(settings, connect(sim, "admin").await, &cx()).await.unwrap()
 }
 
+/// A context without deadline.
 pub fn cx() -> CallContext {
     CallContext::background()
 }
@@ -111,6 +117,7 @@ pub fn hold_cx() -> CallContext {
     CallContext::with_deadline(std::time::Instant::now() + Duration::from_secs(30))
 }
 
+/// Job `n` of a test.
 pub fn job(n: u32) -> JobId {
     JobId::parse(&format!("01JDQ4V8Z6K3M0B7X2N5R{n:05}")).unwrap()
 }
