@@ -6,8 +6,14 @@
 //! (drained with [`IgnoredAny`], without allocating), and a list keeps the elements that
 //! are objects. View structs declare only the fields they read, so serde skips the
 //! rest of each object without building it.
+//!
+//! The text a view keeps is of a type `S` ([`Str`]): `String` for views that outlive
+//! the bytes they were read from (the live path keeps pods a Watch captured), or
+//! `Cow<'a, str>` borrowing from a dump held in one buffer, where a string with escapes
+//! is the only copy ([`FromJson`]). The leniency is the same for both: one visitor
+//! serves each.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -52,19 +58,52 @@ macro_rules! absent_for {
 
 pub(crate) use absent_for;
 
+/// The text a view keeps: what classification reads of it is a `&str`.
+pub trait Str: AsRef<str> + Clone + fmt::Debug + Default {}
+
+impl Str for String {}
+
+impl Str for Cow<'_, str> {}
+
+/// How a JSON string read from bytes that live for `'de` becomes a [`Str`].
+pub trait FromJson<'de>: Str {
+    /// A string the input holds as it is (no escapes): borrowed when `Self` can.
+    fn borrowed(s: &'de str) -> Self;
+    /// A string the reader had to unescape into a scratch buffer: always a copy.
+    fn copied(s: &str) -> Self;
+}
+
+impl<'de> FromJson<'de> for String {
+    fn borrowed(s: &'de str) -> Self {
+        s.to_owned()
+    }
+    fn copied(s: &str) -> Self {
+        s.to_owned()
+    }
+}
+
+impl<'de: 'a, 'a> FromJson<'de> for Cow<'a, str> {
+    fn borrowed(s: &'de str) -> Self {
+        Cow::Borrowed(s)
+    }
+    fn copied(s: &str) -> Self {
+        Cow::Owned(s.to_owned())
+    }
+}
+
 /// A string field: absent unless the value is a JSON string.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Text(pub Option<String>);
+pub struct Text<S = String>(pub Option<S>);
 
-impl Text {
+impl<S: Str> Text<S> {
     /// The string, when the field held one.
     pub fn get(&self) -> Option<&str> {
-        self.0.as_deref()
+        self.0.as_ref().map(S::as_ref)
     }
 
     /// The string, or `""` when absent.
     pub fn or_empty(&self) -> &str {
-        self.0.as_deref().unwrap_or("")
+        self.get().unwrap_or("")
     }
 }
 
@@ -72,7 +111,10 @@ impl Text {
 struct ScalarVisitor<T>(PhantomData<T>);
 
 /// What a scalar visitor keeps of one JSON value.
-trait Scalar: Default {
+trait Scalar<'de>: Default {
+    fn from_borrowed_str(s: &'de str) -> Self {
+        Self::from_str(s)
+    }
     fn from_str(_: &str) -> Self {
         Self::default()
     }
@@ -84,13 +126,16 @@ trait Scalar: Default {
     }
 }
 
-impl Scalar for Text {
+impl<'de, S: FromJson<'de>> Scalar<'de> for Text<S> {
+    fn from_borrowed_str(s: &'de str) -> Self {
+        Text(Some(S::borrowed(s)))
+    }
     fn from_str(s: &str) -> Self {
-        Text(Some(s.to_owned()))
+        Text(Some(S::copied(s)))
     }
 }
 
-impl<'de, T: Scalar> Visitor<'de> for ScalarVisitor<T> {
+impl<'de, T: Scalar<'de>> Visitor<'de> for ScalarVisitor<T> {
     type Value = T;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
@@ -107,6 +152,9 @@ impl<'de, T: Scalar> Visitor<'de> for ScalarVisitor<T> {
     fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<T, E> {
         Ok(T::default())
     }
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<T, E> {
+        Ok(T::from_borrowed_str(v))
+    }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
         Ok(T::from_str(v))
     }
@@ -117,7 +165,7 @@ impl<'de, T: Scalar> Visitor<'de> for ScalarVisitor<T> {
     absent_for!(seq);
 }
 
-impl<'de> Deserialize<'de> for Text {
+impl<'de, S: FromJson<'de>> Deserialize<'de> for Text<S> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(ScalarVisitor(PhantomData))
     }
@@ -134,7 +182,7 @@ impl Flag {
     }
 }
 
-impl Scalar for Flag {
+impl Scalar<'_> for Flag {
     fn from_bool(v: bool) -> Self {
         Flag(Some(v))
     }
@@ -150,7 +198,7 @@ impl<'de> Deserialize<'de> for Flag {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Int(pub Option<i64>);
 
-impl Scalar for Int {
+impl Scalar<'_> for Int {
     fn from_i64(v: i64) -> Self {
         Int(Some(v))
     }
@@ -249,13 +297,31 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
 /// A map of strings (labels, annotations) that keeps only the keys classification reads
 /// ([`crate::keys::READ_BY_CLASSIFICATION`]) and only when their value is a string; a
 /// value that is not an object is an empty map. Other entries are skipped unread.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StrMap(pub BTreeMap<&'static str, String>);
+///
+/// The few kept entries sit in a list rather than a tree: an object keeps at most ten,
+/// and a tree's node would cost more than all of them. A key given twice keeps its last
+/// value, as a JSON object read into a map does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StrMap<S = String>(pub Vec<(&'static str, S)>);
 
-impl StrMap {
+impl<S> Default for StrMap<S> {
+    fn default() -> Self {
+        StrMap(Vec::new())
+    }
+}
+
+impl<S: Str> StrMap<S> {
     /// The value under `key`, when there is a string one.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str)
+        self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_ref())
+    }
+
+    /// Sets `key` to `value`, replacing an earlier value.
+    fn insert(&mut self, key: &'static str, value: S) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((key, value)),
+        }
     }
 }
 
@@ -280,19 +346,19 @@ impl<'de> Deserialize<'de> for KeptKey {
     }
 }
 
-struct StrMapVisitor;
+struct StrMapVisitor<S>(PhantomData<S>);
 
-impl<'de> Visitor<'de> for StrMapVisitor {
-    type Value = StrMap;
+impl<'de, S: FromJson<'de>> Visitor<'de> for StrMapVisitor<S> {
+    type Value = StrMap<S>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrMap, A::Error> {
-        let mut out = BTreeMap::new();
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrMap<S>, A::Error> {
+        let mut out = StrMap::default();
         while let Some(KeptKey(key)) = map.next_key::<KeptKey>()? {
             match key {
                 Some(key) => {
-                    if let Text(Some(value)) = map.next_value::<Text>()? {
+                    if let Text(Some(value)) = map.next_value::<Text<S>>()? {
                         out.insert(key, value);
                     }
                 }
@@ -301,15 +367,15 @@ impl<'de> Visitor<'de> for StrMapVisitor {
                 }
             }
         }
-        Ok(StrMap(out))
+        Ok(out)
     }
     absent_for!(scalars);
     absent_for!(seq);
 }
 
-impl<'de> Deserialize<'de> for StrMap {
+impl<'de, S: FromJson<'de>> Deserialize<'de> for StrMap<S> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(StrMapVisitor)
+        d.deserialize_any(StrMapVisitor(PhantomData))
     }
 }
 

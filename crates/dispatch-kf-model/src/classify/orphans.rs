@@ -11,6 +11,7 @@
 //! name, nor the name its job-id and submission labels make, nor the name its own name
 //! begins with, or when its JobSet is an orphan. Captured pods are never reported: they are gone.
 
+use crate::lenient::Str;
 use dispatch_core::{Cause, CauseKind, Execution, ObjectKind, ObjectState};
 
 use super::execution;
@@ -43,11 +44,11 @@ pub(crate) struct Orphan {
     pub(crate) execution: Option<Execution>,
 }
 
-fn is_dispatch_name_or_labelled(meta: &Meta) -> bool {
+fn is_dispatch_name_or_labelled<S: Str>(meta: &Meta<S>) -> bool {
     names::parse(meta.name()).is_some() || meta.label(keys::LABEL_JOB_ID).is_some()
 }
 
-fn submission_of(name: &str, meta: &Meta) -> u32 {
+fn submission_of<S: Str>(name: &str, meta: &Meta<S>) -> u32 {
     names::parse(name).map(|(_, n)| n).unwrap_or_else(|| {
         meta.label(keys::LABEL_SUBMISSION)
             .and_then(names::parse_canonical_decimal)
@@ -57,7 +58,7 @@ fn submission_of(name: &str, meta: &Meta) -> u32 {
 }
 
 /// Whether an object owned (or not) by a TrainJob of `name` has no live TrainJob.
-fn is_orphan(index: &Index<'_>, meta: &Meta, name: &str) -> bool {
+fn is_orphan<S: Str>(index: &Index<'_, S>, meta: &Meta<S>, name: &str) -> bool {
     let live = index.train_jobs(meta.namespace(), name);
     match meta.controller().and_then(|o| o.uid.get()) {
         Some(uid) => !live.iter().any(|tj| tj.meta.uid() == uid),
@@ -74,14 +75,14 @@ fn detail(kind: ObjectKind, name: &str, owner: Option<&str>, notes: Vec<String>)
     Cause { kind: CauseKind::Unknown, detail: parts.join(JOIN), ..Cause::none() }
 }
 
-fn job_set_is_orphan(index: &Index<'_>, js: &JobSet) -> bool {
+fn job_set_is_orphan<S: Str>(index: &Index<'_, S>, js: &JobSet<S>) -> bool {
     is_orphan(index, &js.meta, js.meta.name())
 }
 
 /// Every orphan of the snapshot.
-pub(crate) fn find(snapshot: &Snapshot, index: &Index<'_>) -> Vec<Orphan> {
+pub(crate) fn find<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<Orphan> {
     let mut out = Vec::new();
-    let orphan = |kind, meta: &Meta, state, cause, execution| Orphan {
+    let orphan = |kind, meta: &Meta<S>, state, cause, execution| Orphan {
         kind,
         ns: meta.namespace().to_owned(),
         name: meta.name().to_owned(),

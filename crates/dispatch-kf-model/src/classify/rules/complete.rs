@@ -1,6 +1,7 @@
 //! Rule 1, Complete: the TrainJob has `Complete=True` (seeds/classification.txt "1.
 //! Complete"; spec/classification.md rule 1). Ended, cause none from the scheduler.
 
+use crate::lenient::Str;
 use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
 
 use super::Outcome;
@@ -10,7 +11,7 @@ use crate::classify::text::{with_words, words};
 use crate::view::true_condition;
 
 /// Rule 1.
-pub(crate) fn rule(f: &Facts<'_>) -> Option<Outcome> {
+pub(crate) fn rule<S: Str>(f: &Facts<'_, S>) -> Option<Outcome> {
     let c = true_condition(&f.tj.conditions, "Complete")?;
     let cause = Cause {
         kind: CauseKind::None,
