@@ -282,6 +282,8 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ListVisitor<T> {
         while let Some(Obj(item)) = seq.next_element::<Obj<T>>()? {
             out.extend(item);
         }
+        // Held for the whole classification: no room is kept for elements never read.
+        out.shrink_to_fit();
         Ok(List(out))
     }
     absent_for!(scalars);
@@ -367,6 +369,7 @@ impl<'de, S: FromJson<'de>> Visitor<'de> for StrMapVisitor<S> {
                 }
             }
         }
+        out.0.shrink_to_fit();
         Ok(out)
     }
     absent_for!(scalars);

@@ -7,6 +7,7 @@
 
 use serde::Deserialize;
 
+use crate::last_setters::LastSetters;
 use crate::lenient::{Flag, FromJson, Int, List, Obj, Present, Str, StrMap, Text};
 
 /// One object of any kind, as read from a dump.
@@ -43,8 +44,8 @@ pub struct Meta<S = String> {
     pub owner_references: List<OwnerRef<S>>,
     /// When deletion was requested.
     pub deletion_timestamp: Text<S>,
-    /// Who last set which field.
-    pub managed_fields: List<ManagedFields<S>>,
+    /// Who last set `spec.suspend` and `spec.active` (of managedFields, only that).
+    pub managed_fields: LastSetters<S>,
 }
 
 impl<S: Str> Meta<S> {
@@ -82,19 +83,7 @@ impl<S: Str> Meta<S> {
     /// is `suspend` or `active`. Entries without a time count as oldest; on equal times
     /// the later entry wins.
     pub fn last_setter_of(&self, field: SpecField) -> Option<&str> {
-        let owns = |m: &&ManagedFields<S>| {
-            m.fields_v1.get().and_then(|f| f.spec.get()).is_some_and(|s| match field {
-                SpecField::Suspend => s.suspend.0,
-                SpecField::Active => s.active.0,
-            })
-        };
-        let mut best: Option<&ManagedFields<S>> = None;
-        for entry in self.managed_fields.0.iter().filter(owns) {
-            if best.is_none_or(|b| entry.time.or_empty() >= b.time.or_empty()) {
-                best = Some(entry);
-            }
-        }
-        best.and_then(|b| b.manager.get())
+        self.managed_fields.of(field)
     }
 }
 
@@ -107,14 +96,10 @@ pub enum SpecField {
     Active,
 }
 
-/// One owner reference.
+/// One owner reference: classification reads whose it is by UID alone.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, bound(deserialize = "S: FromJson<'de>"))]
 pub struct OwnerRef<S = String> {
-    /// The owner's kind.
-    pub kind: Text<S>,
-    /// The owner's name.
-    pub name: Text<S>,
     /// The owner's UID.
     pub uid: Text<S>,
     /// Whether it is the controller.
@@ -239,10 +224,11 @@ impl<S: Str> Condition<S> {
 pub struct ContainerStatus<S = String> {
     /// The container's name.
     pub name: Text<S>,
-    /// Its current state.
-    pub state: Obj<ContainerState<S>>,
+    /// Its current state. Boxed, as are the states within: most containers run, and
+    /// a state held inline would cost every one of them the size of a termination.
+    pub state: Obj<Box<ContainerState<S>>>,
     /// Its previous state.
-    pub last_state: Obj<ContainerState<S>>,
+    pub last_state: Obj<Box<ContainerState<S>>>,
 }
 
 /// A container state: waiting, running or terminated.
@@ -250,9 +236,9 @@ pub struct ContainerStatus<S = String> {
 #[serde(default, bound(deserialize = "S: FromJson<'de>"))]
 pub struct ContainerState<S = String> {
     /// Waiting, with why.
-    pub waiting: Obj<Waiting<S>>,
+    pub waiting: Obj<Box<Waiting<S>>>,
     /// Terminated, with how.
-    pub terminated: Obj<Terminated<S>>,
+    pub terminated: Obj<Box<Terminated<S>>>,
 }
 
 /// `state.waiting`.

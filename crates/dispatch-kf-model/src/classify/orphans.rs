@@ -12,6 +12,8 @@
 //! begins with, or when its JobSet is an orphan. Captured pods are never reported: they are gone.
 
 use crate::lenient::Str;
+use std::borrow::Cow;
+
 use dispatch_core::{Cause, CauseKind, Execution, ObjectKind, ObjectState};
 
 use super::execution;
@@ -108,25 +110,35 @@ pub(crate) fn find<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<
     }
     for pod in &snapshot.pods {
         let meta = &pod.meta;
+        let ns = meta.namespace();
         let job_label = meta.label(keys::LABEL_JOB_ID);
-        let made = job_label.zip(meta.label(keys::LABEL_SUBMISSION)).and_then(|(id, n)| {
-            let job = dispatch_core::JobId::parse(id).ok()?;
-            let n = u32::try_from(names::parse_canonical_decimal(n)?).ok()?;
-            Some(names::make(&job, n))
-        });
-        let label = meta.label(keys::JOBSET_NAME);
-        let Some(jobset) = label.map(str::to_owned).or_else(|| made.clone()) else { continue };
-        if names::parse(&jobset).is_none() && job_label.is_none() {
+        // The name the job-id and submission labels make: built only when the JobSet
+        // label does not settle the question, so a pod of a live job costs no copy.
+        let made = || {
+            job_label.zip(meta.label(keys::LABEL_SUBMISSION)).and_then(|(id, n)| {
+                let job = dispatch_core::JobId::parse(id).ok()?;
+                let n = u32::try_from(names::parse_canonical_decimal(n)?).ok()?;
+                Some(names::make(&job, n))
+            })
+        };
+        let jobset: Cow<'_, str> = match meta.label(keys::JOBSET_NAME) {
+            Some(label) => Cow::Borrowed(label),
+            None => match made() {
+                Some(name) => Cow::Owned(name),
+                None => continue,
+            },
+        };
+        if job_label.is_none() && names::parse(&jobset).is_none() {
             continue;
         }
-        let js = index.job_set(meta.namespace(), &jobset);
+        let has_train_job = |name: &str| !index.train_jobs(ns, name).is_empty();
         // The pod's own name also says whose it is: a label removed must not make it an
         // orphan (a removed label contradicts nothing).
-        let named = names::parse_prefix(meta.name()).map(|(job, n)| names::make(&job, n));
-        let live = [Some(&jobset), made.as_ref(), named.as_ref()]
-            .into_iter()
-            .flatten()
-            .any(|n| !index.train_jobs(meta.namespace(), n).is_empty());
+        let named = || names::parse_prefix(meta.name()).map(|(job, n)| names::make(&job, n));
+        let live = has_train_job(&jobset)
+            || made().is_some_and(|n| has_train_job(&n))
+            || named().is_some_and(|n| has_train_job(&n));
+        let js = index.job_set(ns, &jobset);
         if live && !js.is_some_and(|js| job_set_is_orphan(index, js)) {
             continue;
         }
