@@ -18,10 +18,6 @@ fn every_dump_classifies_the_same_borrowed_as_copied() {
         let copied = dump::read(&file, &bytes).unwrap();
         let borrowed = dump::borrow(&file, &bytes).unwrap();
         let options = options_for(&file, &copied);
-        assert_eq!(
-            classify(&borrowed, &options, now),
-            classify(&copied, &options, now),
-            "{file}"
-        );
+        assert_eq!(classify(&borrowed, &options, now), classify(&copied, &options, now), "{file}");
     });
 }
