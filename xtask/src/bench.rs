@@ -36,7 +36,7 @@ const BEST_OF: usize = 3;
 /// The multiples measured.
 const SCALES: [usize; 3] = [1, 4, 16];
 /// The largest file parsed into a `Value` (which takes some ten times the file).
-const MAX_VALUE_BYTES: u64 = 800_000_000;
+const MAX_VALUE_BYTES: u64 = 1_000_000_000;
 /// Bar: the 16x input in at most this many times the 1x time.
 const MAX_GROWTH_16X: f64 = 18.0;
 /// Bar: classify's peak memory at most this many times the file.
