@@ -58,6 +58,10 @@ macro_rules! absent_for {
 
 pub(crate) use absent_for;
 
+mod str_map;
+
+pub use str_map::StrMap;
+
 /// The text a view keeps: what classification reads of it is a `&str`.
 pub trait Str: AsRef<str> + Clone + fmt::Debug + Default {}
 
@@ -293,92 +297,6 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ListVisitor<T> {
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(ListVisitor(PhantomData))
-    }
-}
-
-/// A map of strings (labels, annotations) that keeps only the keys classification reads
-/// ([`crate::keys::READ_BY_CLASSIFICATION`]) and only when their value is a string; a
-/// value that is not an object is an empty map. Other entries are skipped unread.
-///
-/// The few kept entries sit in a list rather than a tree: an object keeps at most ten,
-/// and a tree's node would cost more than all of them. A key given twice keeps its last
-/// value, as a JSON object read into a map does.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StrMap<S = String>(pub Vec<(&'static str, S)>);
-
-impl<S> Default for StrMap<S> {
-    fn default() -> Self {
-        StrMap(Vec::new())
-    }
-}
-
-impl<S: Str> StrMap<S> {
-    /// The value under `key`, when there is a string one.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_ref())
-    }
-
-    /// Sets `key` to `value`, replacing an earlier value.
-    fn insert(&mut self, key: &'static str, value: S) {
-        match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => self.0.push((key, value)),
-        }
-    }
-}
-
-/// A map key: which of the kept keys it is, if any.
-struct KeptKey(Option<&'static str>);
-
-struct KeptKeyVisitor;
-
-impl<'de> Visitor<'de> for KeptKeyVisitor {
-    type Value = KeptKey;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string key")
-    }
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<KeptKey, E> {
-        Ok(KeptKey(crate::keys::READ_BY_CLASSIFICATION.iter().copied().find(|k| *k == v)))
-    }
-}
-
-impl<'de> Deserialize<'de> for KeptKey {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_str(KeptKeyVisitor)
-    }
-}
-
-struct StrMapVisitor<S>(PhantomData<S>);
-
-impl<'de, S: FromJson<'de>> Visitor<'de> for StrMapVisitor<S> {
-    type Value = StrMap<S>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrMap<S>, A::Error> {
-        let mut out = StrMap::default();
-        while let Some(KeptKey(key)) = map.next_key::<KeptKey>()? {
-            match key {
-                Some(key) => {
-                    if let Text(Some(value)) = map.next_value::<Text<S>>()? {
-                        out.insert(key, value);
-                    }
-                }
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        out.0.shrink_to_fit();
-        Ok(out)
-    }
-    absent_for!(scalars);
-    absent_for!(seq);
-}
-
-impl<'de, S: FromJson<'de>> Deserialize<'de> for StrMap<S> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(StrMapVisitor(PhantomData))
     }
 }
 
