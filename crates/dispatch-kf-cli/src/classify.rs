@@ -70,8 +70,9 @@ pub(crate) fn run(args: Args) -> Result<(), Error> {
     for file in &args.files {
         inputs.push((file.as_str(), read(file)?));
     }
-    let snapshot = dump::read_all(inputs.iter().map(|(f, b)| (*f, b.as_slice())))?;
-    drop(inputs);
+    // The views borrow their text from `inputs`, which thus live until the output is
+    // written: the bytes are held once, and no kept string is copied.
+    let snapshot = dump::borrow_all(inputs.iter().map(|(f, b)| (*f, b.as_slice())))?;
     let options = Options {
         mode: match args.mode {
             ModeArg::Plain => Mode::Plain,
@@ -81,6 +82,9 @@ pub(crate) fn run(args: Args) -> Result<(), Error> {
         backend: args.backend,
     };
     let observations = classify(&snapshot, &options, now);
+    // The observations own their text: the input and its views go before the output.
+    drop(snapshot);
+    drop(inputs);
     let format = Format::or_default(args.output);
     match format {
         Format::Table | Format::Wide => {
@@ -94,7 +98,7 @@ pub(crate) fn run(args: Args) -> Result<(), Error> {
 /// `--nodes-readable` as given, else refinement R6 (`dump::nodes_readable_by_default`):
 /// an input holding no Node is read as without permission to read Nodes, said once on
 /// standard error.
-fn nodes_readable(flag: Option<bool>, snapshot: &dispatch_kf_model::Snapshot) -> bool {
+fn nodes_readable<S>(flag: Option<bool>, snapshot: &dispatch_kf_model::Snapshot<S>) -> bool {
     flag.unwrap_or_else(|| {
         let readable = dump::nodes_readable_by_default(snapshot);
         if !readable {

@@ -143,22 +143,28 @@ pub(crate) fn read_input(path: &str) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
-/// Writes `value` to standard output as JSON (pretty) or YAML.
+/// Writes `value` to standard output as JSON (pretty) or YAML. JSON is written as it
+/// is serialized, through one buffer, so the whole text never sits in memory (the
+/// observations of a dump of gigabytes make tens of megabytes of it).
 pub(crate) fn print_structured<T: serde::Serialize>(
     value: &T,
     format: Format,
 ) -> Result<(), Error> {
-    let text = match format {
-        Format::Yaml => serde_yaml_ng::to_string(value)
-            .map_err(|e| Error::invalid(format!("cannot write YAML: {e}")))?,
-        _ => {
-            let mut s = serde_json::to_string_pretty(value)
-                .map_err(|e| Error::invalid(format!("cannot write JSON: {e}")))?;
-            s.push('\n');
-            s
+    match format {
+        Format::Yaml => {
+            let text = serde_yaml_ng::to_string(value)
+                .map_err(|e| Error::invalid(format!("cannot write YAML: {e}")))?;
+            write_stdout(text.as_bytes())
         }
-    };
-    write_stdout(text.as_bytes())
+        _ => {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            serde_json::to_writer_pretty(&mut out, value).map_err(|e| match e.io_error_kind() {
+                Some(kind) => stdout_error(std::io::Error::from(kind)),
+                None => Error::invalid(format!("cannot write JSON: {e}")),
+            })?;
+            out.write_all(b"\n").and_then(|()| out.flush()).map_err(stdout_error)
+        }
+    }
 }
 
 /// Prints observations as the format asks: a table on a terminal, JSON otherwise.
@@ -182,15 +188,17 @@ pub(crate) fn print_observations(
 /// quiet status 0; a command that streams (`watch`, `logs -f`) stops at its next write.
 pub(crate) fn write_stdout(bytes: &[u8]) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
-    out.write_all(bytes).and_then(|()| out.flush()).map_err(|e| {
-        let message = format!("cannot write to standard output: {e}");
-        match e.kind() {
-            std::io::ErrorKind::BrokenPipe => {
-                Error::unreachable(message).with_source(StdoutClosed(e))
-            }
-            _ => Error::unreachable(message).with_source(e),
-        }
-    })
+    out.write_all(bytes).and_then(|()| out.flush()).map_err(stdout_error)
+}
+
+/// The error a failed write to standard output ends the command with: a closed reader
+/// (EPIPE) is marked [`StdoutClosed`], so that [`exit`] makes it a quiet status 0.
+fn stdout_error(e: std::io::Error) -> Error {
+    let message = format!("cannot write to standard output: {e}");
+    match e.kind() {
+        std::io::ErrorKind::BrokenPipe => Error::unreachable(message).with_source(StdoutClosed(e)),
+        _ => Error::unreachable(message).with_source(e),
+    }
 }
 
 #[cfg(test)]

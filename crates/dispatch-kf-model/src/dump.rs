@@ -8,47 +8,70 @@
 //! into one snapshot, in the order given; objects are not deduplicated.
 //!
 //! The bytes are read straight into the lenient views ([`crate::object`]), never into a
-//! `serde_json::Value`.
+//! `serde_json::Value`. [`read`] copies the text it keeps; [`borrow`] keeps it as slices
+//! of the caller's bytes (a string with escapes being the only copy), for a caller that
+//! holds the whole input anyway (`dispatch-kf classify`).
 
+use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use dispatch_core::Error;
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::lenient::{Obj, Text, absent_for};
+use crate::lenient::{FromJson, Obj, Str, Text, absent_for};
 use crate::object::{Meta, RawObject, RawSpec, RawStatus};
 use crate::snapshot::Snapshot;
 use crate::view::View;
 
 /// The top of one file: a List, or one object.
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct Top {
-    api_version: Text,
-    kind: Text,
-    metadata: Obj<Meta>,
-    spec: Obj<RawSpec>,
-    status: Obj<RawStatus>,
-    items: Option<Items>,
-    captured_pods: Items,
+#[derive(Deserialize)]
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+struct Top<S: Str> {
+    api_version: Text<S>,
+    kind: Text<S>,
+    metadata: Obj<Meta<S>>,
+    spec: Obj<RawSpec<S>>,
+    status: Obj<RawStatus<S>>,
+    items: Option<Items<S>>,
+    captured_pods: Items<S>,
+}
+
+impl<S: Str> Default for Top<S> {
+    fn default() -> Self {
+        Top {
+            api_version: Text::default(),
+            kind: Text::default(),
+            metadata: Obj::default(),
+            spec: Obj::default(),
+            status: Obj::default(),
+            items: None,
+            captured_pods: Items::default(),
+        }
+    }
 }
 
 /// A List's items, each split into its view and pushed into a snapshot as it is read,
 /// so no list of raw objects is ever held; elements that are not objects are skipped.
-#[derive(Default)]
-struct Items(Snapshot);
+struct Items<S>(Snapshot<S>);
 
-struct ItemsVisitor;
+impl<S> Default for Items<S> {
+    fn default() -> Self {
+        Items(Snapshot::default())
+    }
+}
 
-impl<'de> Visitor<'de> for ItemsVisitor {
-    type Value = Items;
+struct ItemsVisitor<S>(PhantomData<S>);
+
+impl<'de, S: FromJson<'de>> Visitor<'de> for ItemsVisitor<S> {
+    type Value = Items<S>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Items, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Items<S>, A::Error> {
         let mut snapshot = Snapshot::default();
-        while let Some(Obj(item)) = seq.next_element::<Obj<RawObject>>()? {
+        while let Some(Obj(item)) = seq.next_element::<Obj<RawObject<S>>>()? {
             if let Some(item) = item {
                 snapshot.push(View::from(item));
             }
@@ -59,9 +82,9 @@ impl<'de> Visitor<'de> for ItemsVisitor {
     absent_for!(map);
 }
 
-impl<'de> Deserialize<'de> for Items {
+impl<'de, S: FromJson<'de>> Deserialize<'de> for Items<S> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ItemsVisitor)
+        d.deserialize_any(ItemsVisitor(PhantomData))
     }
 }
 
@@ -70,7 +93,16 @@ impl<'de> Deserialize<'de> for Items {
 /// A file that is not JSON, or whose JSON is not a Kubernetes object or List, is
 /// `Invalid`, naming the file and the line and column.
 pub fn read(file: &str, bytes: &[u8]) -> Result<Snapshot, Error> {
-    let top = match serde_json::from_slice::<Obj<Top>>(bytes) {
+    read_as(file, bytes)
+}
+
+/// Reads one file's bytes as [`read`] does, keeping the text as slices of `bytes`.
+pub fn borrow<'a>(file: &str, bytes: &'a [u8]) -> Result<Snapshot<Cow<'a, str>>, Error> {
+    read_as(file, bytes)
+}
+
+fn read_as<'a, S: FromJson<'a>>(file: &str, bytes: &'a [u8]) -> Result<Snapshot<S>, Error> {
+    let top = match serde_json::from_slice::<Obj<Top<S>>>(bytes) {
         Ok(top) => top.0,
         Err(e) => return Err(not_json(file, &e)),
     };
@@ -103,9 +135,22 @@ pub fn read(file: &str, bytes: &[u8]) -> Result<Snapshot, Error> {
 pub fn read_all<'a>(
     files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
 ) -> Result<Snapshot, Error> {
-    let mut snapshot: Option<Snapshot> = None;
+    read_all_as(files)
+}
+
+/// Reads several files into one snapshot, in order, as [`borrow`] does.
+pub fn borrow_all<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Result<Snapshot<Cow<'a, str>>, Error> {
+    read_all_as(files)
+}
+
+fn read_all_as<'a, S: FromJson<'a>>(
+    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Result<Snapshot<S>, Error> {
+    let mut snapshot: Option<Snapshot<S>> = None;
     for (file, bytes) in files {
-        let more = read(file, bytes)?;
+        let more = read_as(file, bytes)?;
         match &mut snapshot {
             None => snapshot = Some(more),
             Some(s) => s.extend(more),
@@ -139,7 +184,7 @@ fn not_kubernetes(file: &str, bytes: &[u8], why: &str) -> Error {
 /// would be bound to a Node that "is gone": an input that holds no Node at all is read
 /// as without permission to read Nodes. `dispatch-kf classify --nodes-readable` says
 /// otherwise.
-pub fn nodes_readable_by_default(snapshot: &Snapshot) -> bool {
+pub fn nodes_readable_by_default<S>(snapshot: &Snapshot<S>) -> bool {
     !snapshot.nodes.is_empty()
 }
 
@@ -182,6 +227,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!((list.nodes.len(), list.captured_pods.len()), (1, 1));
+    }
+
+    #[test]
+    fn borrowed_text_is_a_slice_of_the_input_unless_it_has_escapes() {
+        let bytes = br#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p-0",
+            "namespace": "a\u002db", "labels": {"jobset.sigs.k8s.io/jobset-name": "j\"s"}}}"#;
+        let borrowed = borrow("a", bytes).unwrap();
+        let meta = &borrowed.pods[0].meta;
+        assert!(matches!(meta.name.0, Some(Cow::Borrowed("p-0"))));
+        assert!(matches!(&meta.namespace.0, Some(Cow::Owned(ns)) if ns == "a-b"));
+        assert_eq!(meta.label(crate::keys::JOBSET_NAME), Some("j\"s"));
+        let copied = read("a", bytes).unwrap();
+        assert_eq!(copied.pods[0].meta.namespace(), "a-b");
+        assert_eq!(copied.pods[0].meta.label(crate::keys::JOBSET_NAME), Some("j\"s"));
     }
 
     #[test]

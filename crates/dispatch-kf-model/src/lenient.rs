@@ -6,8 +6,14 @@
 //! (drained with [`IgnoredAny`], without allocating), and a list keeps the elements that
 //! are objects. View structs declare only the fields they read, so serde skips the
 //! rest of each object without building it.
+//!
+//! The text a view keeps is of a type `S` ([`Str`]): `String` for views that outlive
+//! the bytes they were read from (the live path keeps pods a Watch captured), or
+//! `Cow<'a, str>` borrowing from a dump held in one buffer, where a string with escapes
+//! is the only copy ([`FromJson`]). The leniency is the same for both: one visitor
+//! serves each.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -52,19 +58,56 @@ macro_rules! absent_for {
 
 pub(crate) use absent_for;
 
+mod str_map;
+
+pub use str_map::StrMap;
+
+/// The text a view keeps: what classification reads of it is a `&str`.
+pub trait Str: AsRef<str> + Clone + fmt::Debug + Default {}
+
+impl Str for String {}
+
+impl Str for Cow<'_, str> {}
+
+/// How a JSON string read from bytes that live for `'de` becomes a [`Str`].
+pub trait FromJson<'de>: Str {
+    /// A string the input holds as it is (no escapes): borrowed when `Self` can.
+    fn borrowed(s: &'de str) -> Self;
+    /// A string the reader had to unescape into a scratch buffer: always a copy.
+    fn copied(s: &str) -> Self;
+}
+
+impl<'de> FromJson<'de> for String {
+    fn borrowed(s: &'de str) -> Self {
+        s.to_owned()
+    }
+    fn copied(s: &str) -> Self {
+        s.to_owned()
+    }
+}
+
+impl<'de: 'a, 'a> FromJson<'de> for Cow<'a, str> {
+    fn borrowed(s: &'de str) -> Self {
+        Cow::Borrowed(s)
+    }
+    fn copied(s: &str) -> Self {
+        Cow::Owned(s.to_owned())
+    }
+}
+
 /// A string field: absent unless the value is a JSON string.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Text(pub Option<String>);
+pub struct Text<S = String>(pub Option<S>);
 
-impl Text {
+impl<S: Str> Text<S> {
     /// The string, when the field held one.
     pub fn get(&self) -> Option<&str> {
-        self.0.as_deref()
+        self.0.as_ref().map(S::as_ref)
     }
 
     /// The string, or `""` when absent.
     pub fn or_empty(&self) -> &str {
-        self.0.as_deref().unwrap_or("")
+        self.get().unwrap_or("")
     }
 }
 
@@ -72,7 +115,10 @@ impl Text {
 struct ScalarVisitor<T>(PhantomData<T>);
 
 /// What a scalar visitor keeps of one JSON value.
-trait Scalar: Default {
+trait Scalar<'de>: Default {
+    fn from_borrowed_str(s: &'de str) -> Self {
+        Self::from_str(s)
+    }
     fn from_str(_: &str) -> Self {
         Self::default()
     }
@@ -84,13 +130,16 @@ trait Scalar: Default {
     }
 }
 
-impl Scalar for Text {
+impl<'de, S: FromJson<'de>> Scalar<'de> for Text<S> {
+    fn from_borrowed_str(s: &'de str) -> Self {
+        Text(Some(S::borrowed(s)))
+    }
     fn from_str(s: &str) -> Self {
-        Text(Some(s.to_owned()))
+        Text(Some(S::copied(s)))
     }
 }
 
-impl<'de, T: Scalar> Visitor<'de> for ScalarVisitor<T> {
+impl<'de, T: Scalar<'de>> Visitor<'de> for ScalarVisitor<T> {
     type Value = T;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
@@ -107,6 +156,9 @@ impl<'de, T: Scalar> Visitor<'de> for ScalarVisitor<T> {
     fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<T, E> {
         Ok(T::default())
     }
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<T, E> {
+        Ok(T::from_borrowed_str(v))
+    }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
         Ok(T::from_str(v))
     }
@@ -117,7 +169,7 @@ impl<'de, T: Scalar> Visitor<'de> for ScalarVisitor<T> {
     absent_for!(seq);
 }
 
-impl<'de> Deserialize<'de> for Text {
+impl<'de, S: FromJson<'de>> Deserialize<'de> for Text<S> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(ScalarVisitor(PhantomData))
     }
@@ -134,7 +186,7 @@ impl Flag {
     }
 }
 
-impl Scalar for Flag {
+impl Scalar<'_> for Flag {
     fn from_bool(v: bool) -> Self {
         Flag(Some(v))
     }
@@ -150,7 +202,7 @@ impl<'de> Deserialize<'de> for Flag {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Int(pub Option<i64>);
 
-impl Scalar for Int {
+impl Scalar<'_> for Int {
     fn from_i64(v: i64) -> Self {
         Int(Some(v))
     }
@@ -234,6 +286,8 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ListVisitor<T> {
         while let Some(Obj(item)) = seq.next_element::<Obj<T>>()? {
             out.extend(item);
         }
+        // Held for the whole classification: no room is kept for elements never read.
+        out.shrink_to_fit();
         Ok(List(out))
     }
     absent_for!(scalars);
@@ -243,73 +297,6 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ListVisitor<T> {
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(ListVisitor(PhantomData))
-    }
-}
-
-/// A map of strings (labels, annotations) that keeps only the keys classification reads
-/// ([`crate::keys::READ_BY_CLASSIFICATION`]) and only when their value is a string; a
-/// value that is not an object is an empty map. Other entries are skipped unread.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StrMap(pub BTreeMap<&'static str, String>);
-
-impl StrMap {
-    /// The value under `key`, when there is a string one.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str)
-    }
-}
-
-/// A map key: which of the kept keys it is, if any.
-struct KeptKey(Option<&'static str>);
-
-struct KeptKeyVisitor;
-
-impl<'de> Visitor<'de> for KeptKeyVisitor {
-    type Value = KeptKey;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string key")
-    }
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<KeptKey, E> {
-        Ok(KeptKey(crate::keys::READ_BY_CLASSIFICATION.iter().copied().find(|k| *k == v)))
-    }
-}
-
-impl<'de> Deserialize<'de> for KeptKey {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_str(KeptKeyVisitor)
-    }
-}
-
-struct StrMapVisitor;
-
-impl<'de> Visitor<'de> for StrMapVisitor {
-    type Value = StrMap;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrMap, A::Error> {
-        let mut out = BTreeMap::new();
-        while let Some(KeptKey(key)) = map.next_key::<KeptKey>()? {
-            match key {
-                Some(key) => {
-                    if let Text(Some(value)) = map.next_value::<Text>()? {
-                        out.insert(key, value);
-                    }
-                }
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(StrMap(out))
-    }
-    absent_for!(scalars);
-    absent_for!(seq);
-}
-
-impl<'de> Deserialize<'de> for StrMap {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(StrMapVisitor)
     }
 }
 

@@ -12,6 +12,7 @@ pub mod gates;
 pub mod json;
 pub mod keys;
 pub mod kueue;
+pub mod last_setters;
 pub mod lenient;
 pub mod mode;
 pub mod names;

@@ -7,47 +7,48 @@
 
 use serde::Deserialize;
 
-use crate::lenient::{Flag, Int, List, Obj, Present, StrMap, Text};
+use crate::last_setters::LastSetters;
+use crate::lenient::{Flag, FromJson, Int, List, Obj, Present, Str, StrMap, Text};
 
 /// One object of any kind, as read from a dump.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct RawObject {
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+pub struct RawObject<S = String> {
     /// `apiVersion`.
-    pub api_version: Text,
+    pub api_version: Text<S>,
     /// `kind`.
-    pub kind: Text,
+    pub kind: Text<S>,
     /// `metadata`.
-    pub metadata: Obj<Meta>,
+    pub metadata: Obj<Meta<S>>,
     /// `spec`: the union of the fields read of every kind.
-    pub spec: Obj<RawSpec>,
+    pub spec: Obj<RawSpec<S>>,
     /// `status`: the union of the fields read of every kind.
-    pub status: Obj<RawStatus>,
+    pub status: Obj<RawStatus<S>>,
 }
 
 /// The metadata classification reads.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct Meta {
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+pub struct Meta<S = String> {
     /// The name.
-    pub name: Text,
+    pub name: Text<S>,
     /// The namespace (absent on Nodes).
-    pub namespace: Text,
+    pub namespace: Text<S>,
     /// The UID.
-    pub uid: Text,
+    pub uid: Text<S>,
     /// The labels.
-    pub labels: StrMap,
+    pub labels: StrMap<S>,
     /// The annotations.
-    pub annotations: StrMap,
+    pub annotations: StrMap<S>,
     /// The owner references.
-    pub owner_references: List<OwnerRef>,
+    pub owner_references: List<OwnerRef<S>>,
     /// When deletion was requested.
-    pub deletion_timestamp: Text,
-    /// Who last set which field.
-    pub managed_fields: List<ManagedFields>,
+    pub deletion_timestamp: Text<S>,
+    /// Who last set `spec.suspend` and `spec.active` (of managedFields, only that).
+    pub managed_fields: LastSetters<S>,
 }
 
-impl Meta {
+impl<S: Str> Meta<S> {
     /// The name, or `""`.
     pub fn name(&self) -> &str {
         self.name.or_empty()
@@ -74,7 +75,7 @@ impl Meta {
     }
 
     /// The owner reference with `controller: true`, if any.
-    pub fn controller(&self) -> Option<&OwnerRef> {
+    pub fn controller(&self) -> Option<&OwnerRef<S>> {
         self.owner_references.0.iter().find(|o| o.controller.is_true())
     }
 
@@ -82,19 +83,7 @@ impl Meta {
     /// is `suspend` or `active`. Entries without a time count as oldest; on equal times
     /// the later entry wins.
     pub fn last_setter_of(&self, field: SpecField) -> Option<&str> {
-        let owns = |m: &&ManagedFields| {
-            m.fields_v1.get().and_then(|f| f.spec.get()).is_some_and(|s| match field {
-                SpecField::Suspend => s.suspend.0,
-                SpecField::Active => s.active.0,
-            })
-        };
-        let mut best: Option<&ManagedFields> = None;
-        for entry in self.managed_fields.0.iter().filter(owns) {
-            if best.is_none_or(|b| entry.time.or_empty() >= b.time.or_empty()) {
-                best = Some(entry);
-            }
-        }
-        best.and_then(|b| b.manager.get())
+        self.managed_fields.of(field)
     }
 }
 
@@ -107,28 +96,24 @@ pub enum SpecField {
     Active,
 }
 
-/// One owner reference.
+/// One owner reference: classification reads whose it is by UID alone.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct OwnerRef {
-    /// The owner's kind.
-    pub kind: Text,
-    /// The owner's name.
-    pub name: Text,
+#[serde(default, bound(deserialize = "S: FromJson<'de>"))]
+pub struct OwnerRef<S = String> {
     /// The owner's UID.
-    pub uid: Text,
+    pub uid: Text<S>,
     /// Whether it is the controller.
     pub controller: Flag,
 }
 
 /// One managedFields entry, read only for `spec.suspend` and `spec.active`.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ManagedFields {
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+pub struct ManagedFields<S = String> {
     /// The field manager.
-    pub manager: Text,
+    pub manager: Text<S>,
     /// When it last wrote.
-    pub time: Text,
+    pub time: Text<S>,
     /// The fields it owns.
     #[serde(rename = "fieldsV1")]
     pub fields_v1: Obj<FieldsV1>,
@@ -157,76 +142,76 @@ pub struct SpecFields {
 
 /// The union of the spec fields classification reads.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct RawSpec {
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+pub struct RawSpec<S = String> {
     /// TrainJob: `spec.suspend`.
     pub suspend: Flag,
     /// TrainJob: `spec.managedBy`.
-    pub managed_by: Text,
+    pub managed_by: Text<S>,
     /// TrainJob: `spec.runtimeRef`.
-    pub runtime_ref: Obj<RuntimeRef>,
+    pub runtime_ref: Obj<RuntimeRef<S>>,
     /// Workload: `spec.active`.
     pub active: Flag,
     /// Pod: `spec.nodeName`.
-    pub node_name: Text,
+    pub node_name: Text<S>,
     /// Node: `spec.taints`.
-    pub taints: List<Taint>,
+    pub taints: List<Taint<S>>,
 }
 
 /// A TrainJob's `spec.runtimeRef`.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct RuntimeRef {
+#[serde(default, bound(deserialize = "S: FromJson<'de>"))]
+pub struct RuntimeRef<S = String> {
     /// The runtime's kind (the API's default is `ClusterTrainingRuntime`).
-    pub kind: Text,
+    pub kind: Text<S>,
     /// The runtime's name.
-    pub name: Text,
+    pub name: Text<S>,
 }
 
 /// A Node's taint.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct Taint {
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+pub struct Taint<S = String> {
     /// The key.
-    pub key: Text,
+    pub key: Text<S>,
     /// The effect.
-    pub effect: Text,
+    pub effect: Text<S>,
     /// When it was added.
-    pub time_added: Text,
+    pub time_added: Text<S>,
 }
 
 /// The union of the status fields classification reads.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct RawStatus {
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+pub struct RawStatus<S = String> {
     /// Every kind: `status.conditions`.
-    pub conditions: List<Condition>,
+    pub conditions: List<Condition<S>>,
     /// Pod: `status.phase`.
-    pub phase: Text,
+    pub phase: Text<S>,
     /// Pod: `status.containerStatuses`.
-    pub container_statuses: List<ContainerStatus>,
+    pub container_statuses: List<ContainerStatus<S>>,
     /// Workload: `status.admissionChecks`.
-    pub admission_checks: List<AdmissionCheck>,
+    pub admission_checks: List<AdmissionCheck<S>>,
 }
 
 /// One condition of any kind.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct Condition {
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+pub struct Condition<S = String> {
     /// The type.
     #[serde(rename = "type")]
-    pub type_: Text,
+    pub type_: Text<S>,
     /// `True`, `False` or `Unknown`.
-    pub status: Text,
+    pub status: Text<S>,
     /// The reason.
-    pub reason: Text,
+    pub reason: Text<S>,
     /// The message.
-    pub message: Text,
+    pub message: Text<S>,
     /// When the status last changed.
-    pub last_transition_time: Text,
+    pub last_transition_time: Text<S>,
 }
 
-impl Condition {
+impl<S: Str> Condition<S> {
     /// Whether the status is `True`.
     pub fn is_true(&self) -> bool {
         self.status.get() == Some("True")
@@ -235,58 +220,59 @@ impl Condition {
 
 /// One container's status.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ContainerStatus {
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+pub struct ContainerStatus<S = String> {
     /// The container's name.
-    pub name: Text,
-    /// Its current state.
-    pub state: Obj<ContainerState>,
+    pub name: Text<S>,
+    /// Its current state. Boxed, as are the states within: most containers run, and
+    /// a state held inline would cost every one of them the size of a termination.
+    pub state: Obj<Box<ContainerState<S>>>,
     /// Its previous state.
-    pub last_state: Obj<ContainerState>,
+    pub last_state: Obj<Box<ContainerState<S>>>,
 }
 
 /// A container state: waiting, running or terminated.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct ContainerState {
+#[serde(default, bound(deserialize = "S: FromJson<'de>"))]
+pub struct ContainerState<S = String> {
     /// Waiting, with why.
-    pub waiting: Obj<Waiting>,
+    pub waiting: Obj<Box<Waiting<S>>>,
     /// Terminated, with how.
-    pub terminated: Obj<Terminated>,
+    pub terminated: Obj<Box<Terminated<S>>>,
 }
 
 /// `state.waiting`.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct Waiting {
+#[serde(default, bound(deserialize = "S: FromJson<'de>"))]
+pub struct Waiting<S = String> {
     /// Why it waits.
-    pub reason: Text,
+    pub reason: Text<S>,
     /// More words.
-    pub message: Text,
+    pub message: Text<S>,
 }
 
 /// `state.terminated`.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct Terminated {
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+pub struct Terminated<S = String> {
     /// The exit code.
     pub exit_code: Int,
     /// The reason (`OOMKilled`, `Error`, `StartError`, ...).
-    pub reason: Text,
+    pub reason: Text<S>,
     /// The message.
-    pub message: Text,
+    pub message: Text<S>,
     /// When it finished.
-    pub finished_at: Text,
+    pub finished_at: Text<S>,
 }
 
 /// One entry of a Workload's `status.admissionChecks`.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct AdmissionCheck {
+#[serde(default, bound(deserialize = "S: FromJson<'de>"))]
+pub struct AdmissionCheck<S = String> {
     /// The check's name.
-    pub name: Text,
+    pub name: Text<S>,
     /// `Pending`, `Ready`, `Retry` or `Rejected`.
-    pub state: Text,
+    pub state: Text<S>,
     /// The controller's words.
-    pub message: Text,
+    pub message: Text<S>,
 }

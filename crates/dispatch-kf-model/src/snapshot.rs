@@ -5,30 +5,45 @@
 //! ([`crate::dump`]). Whether Nodes could be read is a classification option, not part
 //! of the snapshot.
 
+use crate::lenient::Str;
 use crate::view::{JobSet, Node, Pod, RuntimeCopy, TrainJob, View, Workload};
 
 /// The objects of one classification.
-#[derive(Clone, Debug, Default)]
-pub struct Snapshot {
+#[derive(Clone, Debug)]
+pub struct Snapshot<S = String> {
     /// TrainJobs.
-    pub train_jobs: Vec<TrainJob>,
+    pub train_jobs: Vec<TrainJob<S>>,
     /// JobSets.
-    pub job_sets: Vec<JobSet>,
+    pub job_sets: Vec<JobSet<S>>,
     /// Kueue Workloads.
-    pub workloads: Vec<Workload>,
+    pub workloads: Vec<Workload<S>>,
     /// Pods that exist now, Terminating ones included.
-    pub pods: Vec<Pod>,
+    pub pods: Vec<Pod<S>>,
     /// The last state of pods that have been deleted, as a Watch captured them.
-    pub captured_pods: Vec<Pod>,
+    pub captured_pods: Vec<Pod<S>>,
     /// Nodes (read only when the adapter may get them).
-    pub nodes: Vec<Node>,
+    pub nodes: Vec<Node<S>>,
     /// Runtime copies (namespaced TrainingRuntimes).
-    pub runtimes: Vec<RuntimeCopy>,
+    pub runtimes: Vec<RuntimeCopy<S>>,
 }
 
-impl Snapshot {
+impl<S> Default for Snapshot<S> {
+    fn default() -> Self {
+        Snapshot {
+            train_jobs: Vec::new(),
+            job_sets: Vec::new(),
+            workloads: Vec::new(),
+            pods: Vec::new(),
+            captured_pods: Vec::new(),
+            nodes: Vec::new(),
+            runtimes: Vec::new(),
+        }
+    }
+}
+
+impl<S: Str> Snapshot<S> {
     /// Adds one live object to the vector of its kind; other kinds are dropped.
-    pub fn push(&mut self, view: View) {
+    pub fn push(&mut self, view: View<S>) {
         match view {
             View::TrainJob(o) => self.train_jobs.push(o),
             View::JobSet(o) => self.job_sets.push(o),
@@ -41,7 +56,7 @@ impl Snapshot {
     }
 
     /// Adds every object of `other`.
-    pub fn extend(&mut self, other: Snapshot) {
+    pub fn extend(&mut self, other: Snapshot<S>) {
         self.train_jobs.extend(other.train_jobs);
         self.job_sets.extend(other.job_sets);
         self.workloads.extend(other.workloads);

@@ -2,114 +2,114 @@
 //! [`Workload`], [`Pod`], [`Node`] and the runtime copy ([`RuntimeCopy`]), split out of a
 //! [`RawObject`] by its `kind`.
 
-use crate::lenient::{Flag, Text};
+use crate::lenient::{Flag, Str, Text};
 use crate::object::{
     AdmissionCheck, Condition, ContainerStatus, Meta, RawObject, RuntimeRef, Taint,
 };
 
 /// What classification reads of a TrainJob.
 #[derive(Clone, Debug, Default)]
-pub struct TrainJob {
+pub struct TrainJob<S = String> {
     /// Its metadata.
-    pub meta: Meta,
+    pub meta: Meta<S>,
     /// `spec.suspend`.
     pub suspend: Flag,
     /// `spec.managedBy`.
-    pub managed_by: Text,
+    pub managed_by: Text<S>,
     /// `spec.runtimeRef`, when it is an object.
-    pub runtime_ref: Option<RuntimeRef>,
+    pub runtime_ref: Option<RuntimeRef<S>>,
     /// `status.conditions`.
-    pub conditions: Vec<Condition>,
+    pub conditions: Vec<Condition<S>>,
 }
 
 /// What classification reads of a JobSet.
 #[derive(Clone, Debug, Default)]
-pub struct JobSet {
+pub struct JobSet<S = String> {
     /// Its metadata.
-    pub meta: Meta,
+    pub meta: Meta<S>,
     /// `status.conditions`.
-    pub conditions: Vec<Condition>,
+    pub conditions: Vec<Condition<S>>,
 }
 
 /// What classification reads of a Kueue Workload.
 #[derive(Clone, Debug, Default)]
-pub struct Workload {
+pub struct Workload<S = String> {
     /// Its metadata.
-    pub meta: Meta,
+    pub meta: Meta<S>,
     /// `spec.active` (absent means true).
     pub active: Flag,
     /// `status.conditions`.
-    pub conditions: Vec<Condition>,
+    pub conditions: Vec<Condition<S>>,
     /// `status.admissionChecks`.
-    pub admission_checks: Vec<AdmissionCheck>,
+    pub admission_checks: Vec<AdmissionCheck<S>>,
 }
 
 /// What classification reads of a pod, live or captured.
 #[derive(Clone, Debug, Default)]
-pub struct Pod {
+pub struct Pod<S = String> {
     /// Its metadata.
-    pub meta: Meta,
+    pub meta: Meta<S>,
     /// `spec.nodeName`.
-    pub node_name: Text,
+    pub node_name: Text<S>,
     /// `status.phase`.
-    pub phase: Text,
+    pub phase: Text<S>,
     /// `status.conditions`.
-    pub conditions: Vec<Condition>,
+    pub conditions: Vec<Condition<S>>,
     /// `status.containerStatuses`.
-    pub container_statuses: Vec<ContainerStatus>,
+    pub container_statuses: Vec<ContainerStatus<S>>,
 }
 
-impl Pod {
+impl<S: Str> Pod<S> {
     /// Whether the pod has finished (`Succeeded` or `Failed`).
     pub fn is_terminal(&self) -> bool {
         matches!(self.phase.get(), Some("Succeeded" | "Failed"))
     }
 
     /// The status of the container named `node`, the trainer step's.
-    pub fn node_container(&self) -> Option<&ContainerStatus> {
+    pub fn node_container(&self) -> Option<&ContainerStatus<S>> {
         self.container_statuses.iter().find(|c| c.name.get() == Some(crate::keys::NODE_CONTAINER))
     }
 }
 
 /// What classification reads of a Node.
 #[derive(Clone, Debug, Default)]
-pub struct Node {
+pub struct Node<S = String> {
     /// Its metadata.
-    pub meta: Meta,
+    pub meta: Meta<S>,
     /// `spec.taints`.
-    pub taints: Vec<Taint>,
+    pub taints: Vec<Taint<S>>,
     /// `status.conditions`.
-    pub conditions: Vec<Condition>,
+    pub conditions: Vec<Condition<S>>,
 }
 
 /// What classification reads of a runtime copy (a namespaced TrainingRuntime).
 #[derive(Clone, Debug, Default)]
-pub struct RuntimeCopy {
+pub struct RuntimeCopy<S = String> {
     /// Its metadata.
-    pub meta: Meta,
+    pub meta: Meta<S>,
 }
 
 /// One object of a kind classification reads, or another kind it skips.
 #[derive(Clone, Debug)]
-pub enum View {
+pub enum View<S = String> {
     /// A TrainJob.
-    TrainJob(TrainJob),
+    TrainJob(TrainJob<S>),
     /// A JobSet.
-    JobSet(JobSet),
+    JobSet(JobSet<S>),
     /// A Workload.
-    Workload(Workload),
+    Workload(Workload<S>),
     /// A pod.
-    Pod(Pod),
+    Pod(Pod<S>),
     /// A Node.
-    Node(Node),
+    Node(Node<S>),
     /// A TrainingRuntime.
-    RuntimeCopy(RuntimeCopy),
+    RuntimeCopy(RuntimeCopy<S>),
     /// Any other kind: not read.
     Other,
 }
 
-impl From<RawObject> for View {
-    fn from(raw: RawObject) -> View {
+impl<S: Str> From<RawObject<S>> for View<S> {
+    fn from(raw: RawObject<S>) -> View<S> {
         let meta = raw.metadata.0.unwrap_or_default();
         let spec = raw.spec.0.unwrap_or_default();
         let status = raw.status.0.unwrap_or_default();
@@ -145,11 +145,17 @@ impl From<RawObject> for View {
 }
 
 /// The condition of type `kind` (the last one, should there be several).
-pub fn condition<'a>(conditions: &'a [Condition], kind: &str) -> Option<&'a Condition> {
+pub fn condition<'a, S: Str>(
+    conditions: &'a [Condition<S>],
+    kind: &str,
+) -> Option<&'a Condition<S>> {
     conditions.iter().rev().find(|c| c.type_.get() == Some(kind))
 }
 
 /// The condition of type `kind` when its status is `True`.
-pub fn true_condition<'a>(conditions: &'a [Condition], kind: &str) -> Option<&'a Condition> {
+pub fn true_condition<'a, S: Str>(
+    conditions: &'a [Condition<S>],
+    kind: &str,
+) -> Option<&'a Condition<S>> {
     condition(conditions, kind).filter(|c| c.is_true())
 }

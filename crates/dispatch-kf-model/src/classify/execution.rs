@@ -3,6 +3,7 @@
 //! `docs/execution-identity.md#the-two-counters`). A pod lacking either counter counts
 //! towards no execution.
 
+use crate::lenient::Str;
 use dispatch_core::Execution;
 
 use crate::keys;
@@ -18,7 +19,7 @@ pub(crate) fn parse_counter(text: &str) -> Option<u64> {
 /// The execution a pod belongs to: A from its `d/admission` annotation, J from its
 /// `jobset.sigs.k8s.io/restart-attempt` label; `None` when either is missing or not a
 /// counter.
-pub(crate) fn of_pod(pod: &Pod) -> Option<Execution> {
+pub(crate) fn of_pod<S: Str>(pod: &Pod<S>) -> Option<Execution> {
     let a = parse_counter(pod.meta.annotation(keys::ANN_ADMISSION)?)?;
     let j = parse_counter(pod.meta.label(keys::JOBSET_RESTART_ATTEMPT)?)?;
     Some(Execution::new(a, j))

@@ -1,6 +1,7 @@
 //! [`Facts`]: what the rules read of one TrainJob, gathered once from the index: its
 //! JobSet, its Workload, its pods, its execution and the hold on its held object.
 
+use crate::lenient::Str;
 use std::collections::HashMap;
 
 use dispatch_core::{Execution, JobId};
@@ -14,19 +15,19 @@ use crate::names;
 use crate::view::{JobSet, Node, TrainJob, Workload, true_condition};
 
 /// What the rules read of one TrainJob.
-pub(crate) struct Facts<'a> {
+pub(crate) struct Facts<'a, S> {
     /// The settings of this classification.
     pub(crate) options: &'a Options,
     /// The TrainJob.
-    pub(crate) tj: &'a TrainJob,
+    pub(crate) tj: &'a TrainJob<S>,
     /// The job and submission its name encodes, when it is a name dispatch makes.
     pub(crate) named: Option<(JobId, u32)>,
     /// The JobSet of its name.
-    pub(crate) job_set: Option<&'a JobSet>,
+    pub(crate) job_set: Option<&'a JobSet<S>>,
     /// Kueue mode: the Workload labelled with its UID.
-    pub(crate) workload: Option<&'a Workload>,
+    pub(crate) workload: Option<&'a Workload<S>>,
     /// Its pods, live and captured, sorted by name.
-    pub(crate) pods: Vec<PodRef<'a>>,
+    pub(crate) pods: Vec<PodRef<'a, S>>,
     /// Its current execution.
     pub(crate) execution: Option<Execution>,
     /// The raw `d/hold-instance` of the held object, when present.
@@ -34,12 +35,16 @@ pub(crate) struct Facts<'a> {
     /// The hold instance in force, when the annotation is a canonical decimal.
     pub(crate) hold_instance: Option<u64>,
     /// Nodes by name.
-    pub(crate) nodes: &'a HashMap<&'a str, &'a Node>,
+    pub(crate) nodes: &'a HashMap<&'a str, &'a Node<S>>,
 }
 
-impl<'a> Facts<'a> {
+impl<'a, S: Str> Facts<'a, S> {
     /// Gathers the facts of `tj`.
-    pub(crate) fn gather(index: &'a Index<'a>, options: &'a Options, tj: &'a TrainJob) -> Self {
+    pub(crate) fn gather(
+        index: &'a Index<'a, S>,
+        options: &'a Options,
+        tj: &'a TrainJob<S>,
+    ) -> Self {
         let (ns, name) = (tj.meta.namespace(), tj.meta.name());
         let named = names::parse(name);
         let id_text = named.as_ref().map(|(j, _)| j.to_string());
@@ -87,12 +92,12 @@ impl<'a> Facts<'a> {
     }
 
     /// The pods of the current execution; every pod when none counts towards one.
-    pub(crate) fn current_pods(&self) -> impl Iterator<Item = &PodRef<'a>> {
+    pub(crate) fn current_pods(&self) -> impl Iterator<Item = &PodRef<'a, S>> {
         self.pods.iter().filter(|p| self.execution.is_none() || p.exec == self.execution)
     }
 
     /// The live pods of the current execution.
-    pub(crate) fn current_live_pods(&self) -> impl Iterator<Item = &PodRef<'a>> {
+    pub(crate) fn current_live_pods(&self) -> impl Iterator<Item = &PodRef<'a, S>> {
         self.current_pods().filter(|p| !p.captured)
     }
 

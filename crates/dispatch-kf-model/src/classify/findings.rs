@@ -4,6 +4,7 @@
 //! from its `DisruptionTarget=True` condition and one from its `node` container's
 //! termination, read the same way whether the pod is live or captured.
 
+use crate::lenient::Str;
 use dispatch_core::{Cause, CauseKind, Provenance};
 use jiff::Timestamp;
 
@@ -47,7 +48,7 @@ pub(crate) fn time(text: Option<&str>) -> Option<Timestamp> {
 }
 
 /// The findings of one pod (zero, one or two).
-pub(crate) fn of_pod(pod: &Pod) -> Vec<Finding<'_>> {
+pub(crate) fn of_pod<S: Str>(pod: &Pod<S>) -> Vec<Finding<'_>> {
     let name = pod.meta.name();
     let mut out = Vec::new();
     if let Some(c) = true_condition(&pod.conditions, "DisruptionTarget") {
@@ -72,9 +73,9 @@ pub(crate) fn of_pod(pod: &Pod) -> Vec<Finding<'_>> {
 /// `lastState.terminated`, dated by its `finishedAt`, with the detail
 /// `<container> exited <code>: <reason>[: <message>]`. Reason and message are
 /// [`trimmed`] first (R7).
-pub(crate) fn termination<'a>(
+pub(crate) fn termination<'a, S: Str>(
     pod: &'a str,
-    container: &ContainerStatus,
+    container: &ContainerStatus<S>,
     rows: &[(Matches, CauseKind, Provenance)],
 ) -> Option<Finding<'a>> {
     let t = terminated(&container.state).or_else(|| terminated(&container.last_state))?;
@@ -98,8 +99,8 @@ pub(crate) fn termination<'a>(
 }
 
 /// A container state's `terminated`, when it has one.
-fn terminated(state: &Obj<ContainerState>) -> Option<&Terminated> {
-    state.get().and_then(|s| s.terminated.get())
+fn terminated<S: Str>(state: &Obj<Box<ContainerState<S>>>) -> Option<&Terminated<S>> {
+    state.get().and_then(|s| s.terminated.get()).map(|t| &**t)
 }
 
 /// Sorts findings so the winner is first: the earliest (a finding with no time after

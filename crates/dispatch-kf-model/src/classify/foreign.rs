@@ -9,6 +9,7 @@
 use super::facts::Facts;
 use super::text::per_pod_notes;
 use crate::keys;
+use crate::lenient::Str;
 use crate::mode::Mode;
 
 /// The kind a runtime copy has, and the one `spec.runtimeRef` means when it names none.
@@ -16,7 +17,7 @@ const RUNTIME_COPY_KIND: &str = "TrainingRuntime";
 const RUNTIME_REF_DEFAULT_KIND: &str = "ClusterTrainingRuntime";
 
 /// The foreign notes of one TrainJob, in the table's order.
-pub(crate) fn notes(f: &Facts<'_>) -> Vec<String> {
+pub(crate) fn notes<S: Str>(f: &Facts<'_, S>) -> Vec<String> {
     let tj = f.tj;
     let name = tj.meta.name();
     let mut out = Vec::new();

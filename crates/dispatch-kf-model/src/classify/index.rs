@@ -1,6 +1,7 @@
 //! The snapshot indexed once per classification, so that the cost is linear in the
 //! number of objects (`docs/classification.md#order-and-robustness`).
 
+use crate::lenient::Str;
 use std::collections::HashMap;
 
 use dispatch_core::Execution;
@@ -11,17 +12,26 @@ use crate::snapshot::Snapshot;
 use crate::view::{JobSet, Node, Pod, TrainJob, Workload};
 
 /// One pod, live or captured, with the execution it counts towards.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PodRef<'a> {
+#[derive(Debug)]
+pub(crate) struct PodRef<'a, S> {
     /// The pod.
-    pub(crate) pod: &'a Pod,
+    pub(crate) pod: &'a Pod<S>,
     /// True for a deleted pod's captured last state.
     pub(crate) captured: bool,
     /// Its execution, when it carries both counters.
     pub(crate) exec: Option<Execution>,
 }
 
-impl PodRef<'_> {
+// By hand: a derive would ask `S: Copy` of the text the pod holds by reference.
+impl<S> Clone for PodRef<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for PodRef<'_, S> {}
+
+impl<S: Str> PodRef<'_, S> {
     /// The pod's name.
     pub(crate) fn name(&self) -> &str {
         self.pod.meta.name()
@@ -36,25 +46,25 @@ fn get2<'m, 'a, V>(map: &'m ByNs<'a, V>, ns: &str, key: &str) -> Option<&'m V> {
 }
 
 /// Lookups over one snapshot.
-pub(crate) struct Index<'a> {
+pub(crate) struct Index<'a, S> {
     /// Every pod, live first, then captured.
-    pub(crate) pods: Vec<PodRef<'a>>,
+    pub(crate) pods: Vec<PodRef<'a, S>>,
     by_jobset: ByNs<'a, Vec<usize>>,
     /// By namespace, then `<job-id>/<submission>` labels.
     by_job: HashMap<&'a str, HashMap<(&'a str, &'a str), Vec<usize>>>,
-    job_sets: ByNs<'a, &'a JobSet>,
-    workloads: ByNs<'a, Vec<&'a Workload>>,
-    train_jobs: ByNs<'a, Vec<&'a TrainJob>>,
+    job_sets: ByNs<'a, &'a JobSet<S>>,
+    workloads: ByNs<'a, Vec<&'a Workload<S>>>,
+    train_jobs: ByNs<'a, Vec<&'a TrainJob<S>>>,
     /// Nodes by name.
-    pub(crate) nodes: HashMap<&'a str, &'a Node>,
+    pub(crate) nodes: HashMap<&'a str, &'a Node<S>>,
 }
 
-impl<'a> Index<'a> {
+impl<'a, S: Str> Index<'a, S> {
     /// Indexes `snapshot`.
-    pub(crate) fn new(snapshot: &'a Snapshot) -> Index<'a> {
+    pub(crate) fn new(snapshot: &'a Snapshot<S>) -> Index<'a, S> {
         let live = snapshot.pods.iter().map(|p| (p, false));
         let captured = snapshot.captured_pods.iter().map(|p| (p, true));
-        let pods: Vec<PodRef<'a>> = live
+        let pods: Vec<PodRef<'a, S>> = live
             .chain(captured)
             .map(|(pod, captured)| PodRef { pod, captured, exec: execution::of_pod(pod) })
             .collect();
@@ -71,17 +81,17 @@ impl<'a> Index<'a> {
                 by_job.entry(meta.namespace()).or_default().entry((id, n)).or_default().push(i);
             }
         }
-        let mut job_sets: ByNs<'a, &JobSet> = HashMap::new();
+        let mut job_sets: ByNs<'a, &JobSet<S>> = HashMap::new();
         for js in &snapshot.job_sets {
             job_sets.entry(js.meta.namespace()).or_default().entry(js.meta.name()).or_insert(js);
         }
-        let mut workloads: ByNs<'a, Vec<&Workload>> = HashMap::new();
+        let mut workloads: ByNs<'a, Vec<&Workload<S>>> = HashMap::new();
         for w in &snapshot.workloads {
             if let Some(uid) = w.meta.label(keys::KUEUE_JOB_UID) {
                 workloads.entry(w.meta.namespace()).or_default().entry(uid).or_default().push(w);
             }
         }
-        let mut train_jobs: ByNs<'a, Vec<&TrainJob>> = HashMap::new();
+        let mut train_jobs: ByNs<'a, Vec<&TrainJob<S>>> = HashMap::new();
         for tj in &snapshot.train_jobs {
             let by_name = train_jobs.entry(tj.meta.namespace()).or_default();
             by_name.entry(tj.meta.name()).or_default().push(tj);
@@ -97,29 +107,29 @@ impl<'a> Index<'a> {
         ns: &str,
         jobset: &str,
         job: Option<(&str, &str)>,
-    ) -> Vec<PodRef<'a>> {
+    ) -> Vec<PodRef<'a, S>> {
         let mut ids: Vec<usize> = get2(&self.by_jobset, ns, jobset).cloned().unwrap_or_default();
         if let Some(key) = job {
             ids.extend(self.by_job.get(ns).and_then(|m| m.get(&key)).into_iter().flatten());
         }
         ids.sort_unstable();
         ids.dedup();
-        let mut out: Vec<PodRef<'a>> = ids.into_iter().map(|i| self.pods[i]).collect();
+        let mut out: Vec<PodRef<'a, S>> = ids.into_iter().map(|i| self.pods[i]).collect();
         out.sort_by(|a, b| (a.name(), a.captured).cmp(&(b.name(), b.captured)));
         out
     }
 
     /// The JobSet of a name.
-    pub(crate) fn job_set(&self, ns: &str, name: &str) -> Option<&'a JobSet> {
+    pub(crate) fn job_set(&self, ns: &str, name: &str) -> Option<&'a JobSet<S>> {
         get2(&self.job_sets, ns, name).copied()
     }
 
     /// The Workload labelled with a TrainJob's UID: the one it owns when several are,
     /// else the first by name.
-    pub(crate) fn workload(&self, ns: &str, uid: &str) -> Option<&'a Workload> {
+    pub(crate) fn workload(&self, ns: &str, uid: &str) -> Option<&'a Workload<S>> {
         let found = get2(&self.workloads, ns, uid)?;
         let owned =
-            |w: &&&Workload| w.meta.owner_references.0.iter().any(|o| o.uid.get() == Some(uid));
+            |w: &&&Workload<S>| w.meta.owner_references.0.iter().any(|o| o.uid.get() == Some(uid));
         found
             .iter()
             .filter(owned)
@@ -129,7 +139,7 @@ impl<'a> Index<'a> {
     }
 
     /// The TrainJobs of a name (several only when merged files disagree).
-    pub(crate) fn train_jobs(&self, ns: &str, name: &str) -> &[&'a TrainJob] {
+    pub(crate) fn train_jobs(&self, ns: &str, name: &str) -> &[&'a TrainJob<S>] {
         get2(&self.train_jobs, ns, name).map_or(&[], Vec::as_slice)
     }
 }

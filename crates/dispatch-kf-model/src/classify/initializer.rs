@@ -5,6 +5,7 @@
 //! containers of the current execution, these containers of the TrainJob's pods are
 //! read the same way (`findings::termination`), before "no pod evidence was captured".
 
+use crate::lenient::Str;
 use dispatch_core::{CauseKind, Provenance};
 
 use super::findings::{self, Finding};
@@ -23,7 +24,7 @@ pub(crate) const ROWS: &[(Matches, CauseKind, Provenance)] = &[
 ];
 
 /// The findings of a pod's initializer containers, in the order of [`CONTAINERS`].
-pub(crate) fn of_pod(pod: &Pod) -> Vec<Finding<'_>> {
+pub(crate) fn of_pod<S: Str>(pod: &Pod<S>) -> Vec<Finding<'_>> {
     let name = pod.meta.name();
     CONTAINERS
         .iter()

@@ -21,6 +21,7 @@ mod situation;
 mod text;
 mod unknown_condition;
 
+use crate::lenient::Str;
 use dispatch_core::{ObjectKind, ObjectObs, ObjectRef};
 use jiff::Timestamp;
 
@@ -43,7 +44,11 @@ pub struct Options {
 
 /// The observation of every TrainJob of `snapshot`, sorted by namespace, name and UID,
 /// then of every orphan, sorted by namespace, kind and name.
-pub fn classify(snapshot: &Snapshot, options: &Options, now: Timestamp) -> Vec<ObjectObs> {
+pub fn classify<S: Str>(
+    snapshot: &Snapshot<S>,
+    options: &Options,
+    now: Timestamp,
+) -> Vec<ObjectObs> {
     let index = Index::new(snapshot);
     let mut train_jobs: Vec<_> = snapshot.train_jobs.iter().collect();
     train_jobs.sort_by(|a, b| {
@@ -79,7 +84,7 @@ pub fn classify(snapshot: &Snapshot, options: &Options, now: Timestamp) -> Vec<O
     out
 }
 
-fn train_job(f: &Facts<'_>, now: Timestamp) -> ObjectObs {
+fn train_job<S: Str>(f: &Facts<'_, S>, now: Timestamp) -> ObjectObs {
     let mut outcome = rules::decide(f);
     unknown_condition::apply(f.tj, &mut outcome.cause);
     let foreign = foreign::notes(f);

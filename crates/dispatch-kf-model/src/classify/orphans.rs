@@ -11,6 +11,9 @@
 //! name, nor the name its job-id and submission labels make, nor the name its own name
 //! begins with, or when its JobSet is an orphan. Captured pods are never reported: they are gone.
 
+use crate::lenient::Str;
+use std::borrow::Cow;
+
 use dispatch_core::{Cause, CauseKind, Execution, ObjectKind, ObjectState};
 
 use super::execution;
@@ -43,11 +46,11 @@ pub(crate) struct Orphan {
     pub(crate) execution: Option<Execution>,
 }
 
-fn is_dispatch_name_or_labelled(meta: &Meta) -> bool {
+fn is_dispatch_name_or_labelled<S: Str>(meta: &Meta<S>) -> bool {
     names::parse(meta.name()).is_some() || meta.label(keys::LABEL_JOB_ID).is_some()
 }
 
-fn submission_of(name: &str, meta: &Meta) -> u32 {
+fn submission_of<S: Str>(name: &str, meta: &Meta<S>) -> u32 {
     names::parse(name).map(|(_, n)| n).unwrap_or_else(|| {
         meta.label(keys::LABEL_SUBMISSION)
             .and_then(names::parse_canonical_decimal)
@@ -57,7 +60,7 @@ fn submission_of(name: &str, meta: &Meta) -> u32 {
 }
 
 /// Whether an object owned (or not) by a TrainJob of `name` has no live TrainJob.
-fn is_orphan(index: &Index<'_>, meta: &Meta, name: &str) -> bool {
+fn is_orphan<S: Str>(index: &Index<'_, S>, meta: &Meta<S>, name: &str) -> bool {
     let live = index.train_jobs(meta.namespace(), name);
     match meta.controller().and_then(|o| o.uid.get()) {
         Some(uid) => !live.iter().any(|tj| tj.meta.uid() == uid),
@@ -74,14 +77,14 @@ fn detail(kind: ObjectKind, name: &str, owner: Option<&str>, notes: Vec<String>)
     Cause { kind: CauseKind::Unknown, detail: parts.join(JOIN), ..Cause::none() }
 }
 
-fn job_set_is_orphan(index: &Index<'_>, js: &JobSet) -> bool {
+fn job_set_is_orphan<S: Str>(index: &Index<'_, S>, js: &JobSet<S>) -> bool {
     is_orphan(index, &js.meta, js.meta.name())
 }
 
 /// Every orphan of the snapshot.
-pub(crate) fn find(snapshot: &Snapshot, index: &Index<'_>) -> Vec<Orphan> {
+pub(crate) fn find<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<Orphan> {
     let mut out = Vec::new();
-    let orphan = |kind, meta: &Meta, state, cause, execution| Orphan {
+    let orphan = |kind, meta: &Meta<S>, state, cause, execution| Orphan {
         kind,
         ns: meta.namespace().to_owned(),
         name: meta.name().to_owned(),
@@ -107,25 +110,35 @@ pub(crate) fn find(snapshot: &Snapshot, index: &Index<'_>) -> Vec<Orphan> {
     }
     for pod in &snapshot.pods {
         let meta = &pod.meta;
+        let ns = meta.namespace();
         let job_label = meta.label(keys::LABEL_JOB_ID);
-        let made = job_label.zip(meta.label(keys::LABEL_SUBMISSION)).and_then(|(id, n)| {
-            let job = dispatch_core::JobId::parse(id).ok()?;
-            let n = u32::try_from(names::parse_canonical_decimal(n)?).ok()?;
-            Some(names::make(&job, n))
-        });
-        let label = meta.label(keys::JOBSET_NAME);
-        let Some(jobset) = label.map(str::to_owned).or_else(|| made.clone()) else { continue };
-        if names::parse(&jobset).is_none() && job_label.is_none() {
+        // The name the job-id and submission labels make: built only when the JobSet
+        // label does not settle the question, so a pod of a live job costs no copy.
+        let made = || {
+            job_label.zip(meta.label(keys::LABEL_SUBMISSION)).and_then(|(id, n)| {
+                let job = dispatch_core::JobId::parse(id).ok()?;
+                let n = u32::try_from(names::parse_canonical_decimal(n)?).ok()?;
+                Some(names::make(&job, n))
+            })
+        };
+        let jobset: Cow<'_, str> = match meta.label(keys::JOBSET_NAME) {
+            Some(label) => Cow::Borrowed(label),
+            None => match made() {
+                Some(name) => Cow::Owned(name),
+                None => continue,
+            },
+        };
+        if job_label.is_none() && names::parse(&jobset).is_none() {
             continue;
         }
-        let js = index.job_set(meta.namespace(), &jobset);
+        let has_train_job = |name: &str| !index.train_jobs(ns, name).is_empty();
         // The pod's own name also says whose it is: a label removed must not make it an
         // orphan (a removed label contradicts nothing).
-        let named = names::parse_prefix(meta.name()).map(|(job, n)| names::make(&job, n));
-        let live = [Some(&jobset), made.as_ref(), named.as_ref()]
-            .into_iter()
-            .flatten()
-            .any(|n| !index.train_jobs(meta.namespace(), n).is_empty());
+        let named = || names::parse_prefix(meta.name()).map(|(job, n)| names::make(&job, n));
+        let live = has_train_job(&jobset)
+            || made().is_some_and(|n| has_train_job(&n))
+            || named().is_some_and(|n| has_train_job(&n));
+        let js = index.job_set(ns, &jobset);
         if live && !js.is_some_and(|js| job_set_is_orphan(index, js)) {
             continue;
         }

@@ -8,6 +8,7 @@
 //! stalled. The notes about pods (waiting, terminating, earlier executions) apply
 //! whatever the state.
 
+use crate::lenient::Str;
 use std::collections::BTreeMap;
 
 use dispatch_core::ObjectState;
@@ -24,7 +25,7 @@ use crate::view::{Pod, condition};
 pub(crate) const STARTING_REASONS: &[&str] = &["ContainerCreating", "PodInitializing"];
 
 /// The situation notes of one TrainJob.
-pub(crate) fn notes(f: &Facts<'_>, outcome: &Outcome, gated: bool) -> Vec<String> {
+pub(crate) fn notes<S: Str>(f: &Facts<'_, S>, outcome: &Outcome, gated: bool) -> Vec<String> {
     let mut out = Vec::new();
     let alive = outcome.state != ObjectState::Ended;
     let running = outcome.state == ObjectState::Running;
@@ -106,7 +107,7 @@ pub(crate) fn notes(f: &Facts<'_>, outcome: &Outcome, gated: bool) -> Vec<String
 
 /// `pod <p> terminating since <time>` (`on node <n>` when bound), for a pod with a
 /// deletionTimestamp.
-pub(crate) fn terminating(pod: &Pod) -> Option<String> {
+pub(crate) fn terminating<S: Str>(pod: &Pod<S>) -> Option<String> {
     let since = pod.meta.deletion_timestamp.get()?;
     let mut note = format!("pod {} terminating since {since}", pod.meta.name());
     if let Some(node) = pod.node_name.get().filter(|n| !n.is_empty()) {

@@ -1,6 +1,7 @@
 //! How the detail is written: a condition's words, one-line messages, lists of pods,
 //! and the `; ` that joins the parts (`docs/classification.md`).
 
+use crate::lenient::Str;
 use crate::object::Condition;
 
 /// The most characters of a container's message the detail keeps.
@@ -22,7 +23,7 @@ pub(crate) fn trimmed(text: &str) -> &str {
 
 /// A condition's words: `<reason>: <message>`, the reason alone when the message is
 /// empty, the message alone when the reason is.
-pub(crate) fn words(condition: &Condition) -> String {
+pub(crate) fn words<S: Str>(condition: &Condition<S>) -> String {
     words_of(condition.reason.or_empty(), condition.message.or_empty())
 }
 
@@ -42,7 +43,7 @@ pub(crate) fn with_words(prefix: &str, words: &str) -> String {
 }
 
 /// `Workload <name> <what>: <words of c>`, as Kueue rows write a Workload's condition.
-pub(crate) fn workload_words(workload: &str, what: &str, c: &Condition) -> String {
+pub(crate) fn workload_words<S: Str>(workload: &str, what: &str, c: &Condition<S>) -> String {
     with_words(&format!("Workload {workload} {what}"), &words(c))
 }
 

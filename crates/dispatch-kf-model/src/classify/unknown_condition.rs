@@ -3,6 +3,7 @@
 //! when the rules leave the cause at none and the TrainJob has a True condition other
 //! than these, the cause becomes unknown.
 
+use crate::lenient::Str;
 use dispatch_core::{Cause, CauseKind};
 
 use super::text::{JOIN, with_words, words};
@@ -13,7 +14,7 @@ pub(crate) const KNOWN: &[&str] = &["Suspended", "Complete", "Failed"];
 
 /// Turns a cause of none into unknown when the TrainJob has True conditions the adapter
 /// does not know: detail `TrainJob <type>: <words>`, one per condition.
-pub(crate) fn apply(tj: &TrainJob, cause: &mut Cause) {
+pub(crate) fn apply<S: Str>(tj: &TrainJob<S>, cause: &mut Cause) {
     if cause.kind != CauseKind::None {
         return;
     }

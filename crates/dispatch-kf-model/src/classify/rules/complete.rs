@@ -2,6 +2,7 @@
 //! (`docs/classification.md#the-rules-first-match-wins-classifyrules`, rule 1). Ended,
 //! cause none from the scheduler.
 
+use crate::lenient::Str;
 use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
 
 use super::Outcome;
@@ -11,7 +12,7 @@ use crate::classify::text::{with_words, words};
 use crate::view::true_condition;
 
 /// Rule 1.
-pub(crate) fn rule(f: &Facts<'_>) -> Option<Outcome> {
+pub(crate) fn rule<S: Str>(f: &Facts<'_, S>) -> Option<Outcome> {
     let c = true_condition(&f.tj.conditions, "Complete")?;
     let cause = Cause {
         kind: CauseKind::None,

@@ -3,6 +3,7 @@
 //! the pod reasons find nothing among the `node` containers, the initializers are read
 //! before giving up (refinement R5, `classify::initializer`).
 
+use crate::lenient::Str;
 use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
 
 use super::Outcome;
@@ -45,7 +46,7 @@ pub(crate) fn row_of(reason: &str) -> Row {
 }
 
 /// Rule 2.
-pub(crate) fn rule(f: &Facts<'_>) -> Option<Outcome> {
+pub(crate) fn rule<S: Str>(f: &Facts<'_, S>) -> Option<Outcome> {
     let c = true_condition(&f.tj.conditions, "Failed")?;
     let detail = with_words("TrainJob Failed", &words(c));
     let at = time(c.last_transition_time.get());

@@ -6,6 +6,7 @@
 //! TrainJob without it is someone else's hold, rule 5). Kueue mode: the
 //! `kueue.x-k8s.io/admission-gated-by` annotation names `d/start`.
 
+use crate::lenient::Str;
 use dispatch_core::{Cause, ObjectState};
 
 use super::Outcome;
@@ -15,7 +16,7 @@ use crate::mode::Mode;
 use crate::view::TrainJob;
 
 /// Whether the start gate of `tj` is closed in `mode`.
-pub(crate) fn is_closed(tj: &TrainJob, mode: Mode) -> bool {
+pub(crate) fn is_closed<S: Str>(tj: &TrainJob<S>, mode: Mode) -> bool {
     match mode {
         Mode::Plain => tj.suspend.is_true() && tj.meta.annotation(keys::ANN_ADMISSION) == Some("0"),
         Mode::Kueue => tj
@@ -26,6 +27,6 @@ pub(crate) fn is_closed(tj: &TrainJob, mode: Mode) -> bool {
 }
 
 /// Rule 3: gated, cause none with no provenance.
-pub(crate) fn rule(f: &Facts<'_>) -> Option<Outcome> {
+pub(crate) fn rule<S: Str>(f: &Facts<'_, S>) -> Option<Outcome> {
     is_closed(f.tj, f.options.mode).then(|| Outcome::new(ObjectState::Gated, false, Cause::none()))
 }

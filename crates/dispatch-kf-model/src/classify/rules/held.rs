@@ -2,6 +2,7 @@
 //! Workload in Kueue mode and the TrainJob in plain mode
 //! (`docs/classification.md#rule-4-holds`). The detail is empty apart from the notes.
 
+use crate::lenient::Str;
 use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
 
 use super::Outcome;
@@ -11,7 +12,7 @@ use crate::classify::facts::Facts;
 pub(crate) const ACTOR: &str = "dispatch";
 
 /// Rule 4.
-pub(crate) fn rule(f: &Facts<'_>) -> Option<Outcome> {
+pub(crate) fn rule<S: Str>(f: &Facts<'_, S>) -> Option<Outcome> {
     f.hold_instance?;
     let cause = Cause {
         kind: CauseKind::Held,

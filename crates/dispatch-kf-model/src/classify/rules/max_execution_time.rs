@@ -5,6 +5,7 @@
 //! hold: the TrainJob is ended, cause time-limit from the scheduler, detail
 //! `Workload <w> Evicted: <words>`, at the condition's time.
 
+use crate::lenient::Str;
 use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
 
 use super::Outcome;
@@ -20,7 +21,7 @@ use crate::view::true_condition;
 pub(crate) const REASON: &str = "DeactivatedDueToMaximumExecutionTimeExceeded";
 
 /// R3.
-pub(crate) fn rule(f: &Facts<'_>) -> Option<Outcome> {
+pub(crate) fn rule<S: Str>(f: &Facts<'_, S>) -> Option<Outcome> {
     if f.options.mode != Mode::Kueue {
         return None;
     }

@@ -10,6 +10,7 @@ pub(crate) mod max_execution_time;
 pub(crate) mod pending_or_running;
 pub(crate) mod suspended;
 
+use crate::lenient::Str;
 use dispatch_core::{Cause, ObjectState};
 
 use super::facts::Facts;
@@ -44,7 +45,7 @@ impl Outcome {
 }
 
 /// Rules 1 to 6, in order, with refinement R3 (`max_execution_time`) between 4 and 5.
-pub(crate) fn decide(f: &Facts<'_>) -> Outcome {
+pub(crate) fn decide<S: Str>(f: &Facts<'_, S>) -> Outcome {
     complete::rule(f)
         .or_else(|| failed::rule(f))
         .or_else(|| gated::rule(f))

@@ -2,6 +2,7 @@
 //! `docs/classification.md#rule-6-causes-first-that-applies`). Running when admitted and
 //! not suspended, pending otherwise.
 
+use crate::lenient::Str;
 use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
 use jiff::Timestamp;
 
@@ -23,7 +24,7 @@ pub(crate) const EVICTED_ROWS: &[(&str, CauseKind)] =
 pub(crate) const EVICTED_ANYTHING_ELSE: CauseKind = CauseKind::Requeued;
 
 /// Rule 6.
-pub(crate) fn rule(f: &Facts<'_>) -> Outcome {
+pub(crate) fn rule<S: Str>(f: &Facts<'_, S>) -> Outcome {
     let admitted = f.admitted();
     let state =
         if admitted && !f.suspended() { ObjectState::Running } else { ObjectState::Pending };
@@ -57,7 +58,7 @@ fn scheduler(kind: CauseKind, detail: String, at: Option<Timestamp>) -> Cause {
 
 /// A node-lost finding among the current pods, else (Nodes readable) a live pod bound
 /// to a Node that is gone, not Ready, or out of service.
-fn node_lost(f: &Facts<'_>) -> Option<Cause> {
+fn node_lost<S: Str>(f: &Facts<'_, S>) -> Option<Cause> {
     let lost: Vec<_> = f
         .current_pods()
         .flat_map(|p| findings::of_pod(p.pod))
@@ -106,7 +107,7 @@ fn node_lost(f: &Facts<'_>) -> Option<Cause> {
 /// and `Evicted=True` comes while `Admitted` and `QuotaReserved` are still True until
 /// the job's pods are gone, so this row applies whether or not the Workload is still
 /// admitted.
-fn evicted(f: &Facts<'_>) -> Option<Cause> {
+fn evicted<S: Str>(f: &Facts<'_, S>) -> Option<Cause> {
     if f.options.mode != Mode::Kueue {
         return None;
     }
@@ -125,7 +126,7 @@ fn evicted(f: &Facts<'_>) -> Option<Cause> {
 }
 
 /// Kueue, not admitted, and the Workload has `QuotaReserved=False`.
-fn no_quota(f: &Facts<'_>, admitted: bool) -> Option<Cause> {
+fn no_quota<S: Str>(f: &Facts<'_, S>, admitted: bool) -> Option<Cause> {
     if f.options.mode != Mode::Kueue || admitted {
         return None;
     }
@@ -138,7 +139,7 @@ fn no_quota(f: &Facts<'_>, admitted: bool) -> Option<Cause> {
 
 /// A pod of the current execution with `PodScheduled=False`, reason `Unschedulable`:
 /// the first by name.
-pub(crate) fn unschedulable(f: &Facts<'_>) -> Option<Cause> {
+pub(crate) fn unschedulable<S: Str>(f: &Facts<'_, S>) -> Option<Cause> {
     f.current_live_pods().find_map(|p| {
         let c = unschedulable_condition(p.pod)?;
         let detail = unschedulable_detail(p.name(), c);
@@ -147,12 +148,14 @@ pub(crate) fn unschedulable(f: &Facts<'_>) -> Option<Cause> {
 }
 
 /// `pod <p> unschedulable: <message>`, for the cause and for the situation note.
-pub(crate) fn unschedulable_detail(pod: &str, c: &crate::object::Condition) -> String {
+pub(crate) fn unschedulable_detail<S: Str>(pod: &str, c: &crate::object::Condition<S>) -> String {
     format!("pod {pod} unschedulable: {}", trimmed(c.message.or_empty()))
 }
 
 /// A pod's `PodScheduled=False` condition with reason `Unschedulable`.
-pub(crate) fn unschedulable_condition(pod: &crate::view::Pod) -> Option<&crate::object::Condition> {
+pub(crate) fn unschedulable_condition<S: Str>(
+    pod: &crate::view::Pod<S>,
+) -> Option<&crate::object::Condition<S>> {
     condition(&pod.conditions, "PodScheduled")
         .filter(|c| c.status.get() == Some("False") && c.reason.get() == Some("Unschedulable"))
 }

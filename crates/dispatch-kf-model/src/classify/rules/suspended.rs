@@ -8,6 +8,7 @@
 //! maximum execution time is not a hold: refinement R3 (`max_execution_time`) ends it
 //! first.
 
+use crate::lenient::Str;
 use dispatch_core::{Cause, CauseKind, ObjectState, Provenance};
 
 use super::Outcome;
@@ -19,7 +20,7 @@ use crate::object::SpecField;
 use crate::view::true_condition;
 
 /// Rule 5.
-pub(crate) fn rule(f: &Facts<'_>) -> Option<Outcome> {
+pub(crate) fn rule<S: Str>(f: &Facts<'_, S>) -> Option<Outcome> {
     let inactive = match (f.options.mode, f.workload) {
         (Mode::Kueue, Some(w)) => w.active.0 == Some(false),
         _ => false,
