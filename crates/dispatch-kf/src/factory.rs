@@ -126,40 +126,90 @@ impl KubeflowBackend {
     }
 
     /// Factory on a cluster already connected (tests, and the embedded simulated
-    /// cluster of the demo).
+    /// cluster of the demo): the cluster serves what the adapter needs, the adapter may
+    /// read what it observes, what else it may do is learned, then the preflight probe
+    /// runs unless the Backend will not write.
     pub async fn with_cluster(
         settings: Settings,
         cluster: Cluster,
         cx: &CallContext,
     ) -> Result<KubeflowBackend> {
-        let ns = settings.namespace.clone();
-        for gv in required_group_versions(settings.mode) {
-            if !cluster.serves(cx, gv).await? {
-                return Err(Error::unsupported(format!(
-                    "the cluster does not serve {gv}: install Kubeflow Trainer v2.3+, JobSet v0.12+{}",
-                    if settings.mode == Mode::Kueue { " and Kueue v0.17+" } else { "" }
-                )));
-            }
+        require_served_apis(&cluster, cx, settings.mode).await?;
+        require_read_permissions(&cluster, cx, &settings).await?;
+        let learned = Learned::gather(&cluster, cx, &settings).await?;
+        let mut facts = learned.facts.clone();
+        // Read-only, or observe-only whatever the probe finds: nothing to probe.
+        if capabilities::access(&facts) != Writability::Writable {
+            facts.hold_round_trip = Err("not run, because the backend does not write".to_owned());
+            return Ok(learned.backend(facts, settings, cluster));
         }
-        let missing = not_granted(&cluster, cx, &ns, read_permissions(settings.mode)).await?;
-        if !missing.is_empty() {
-            return Err(Error::unauthorized(format!(
-                "the adapter may not read what it must observe: {}",
-                missing.join(", ")
+        // The probe runs as a writable Backend; what it finds decides the real one.
+        let probing = learned.backend(facts.clone(), settings.clone(), cluster.clone());
+        let (started, round_trip) = probing.inner.probe(cx).await?;
+        facts.probe_started = started;
+        facts.hold_round_trip = round_trip;
+        Ok(learned.backend(facts, settings, cluster))
+    }
+}
+
+/// Discovery: the cluster serves every group-version the mode needs.
+async fn require_served_apis(cluster: &Cluster, cx: &CallContext, mode: Mode) -> Result<()> {
+    for gv in required_group_versions(mode) {
+        if !cluster.serves(cx, gv).await? {
+            return Err(Error::unsupported(format!(
+                "the cluster does not serve {gv}: install Kubeflow Trainer v2.3+, JobSet v0.12+{}",
+                if mode == Mode::Kueue { " and Kueue v0.17+" } else { "" }
             )));
         }
-        let nodes_readable = cluster.may(cx, &ns, &permission("get", NODE)).await?;
-        let may_read_logs = cluster
-            .may(cx, &ns, &Permission { verb: "get", resource: POD, subresource: "log" })
-            .await?;
+    }
+    Ok(())
+}
+
+/// Access reviews: the adapter may read everything it must observe.
+async fn require_read_permissions(
+    cluster: &Cluster,
+    cx: &CallContext,
+    settings: &Settings,
+) -> Result<()> {
+    let missing =
+        not_granted(cluster, cx, &settings.namespace, read_permissions(settings.mode)).await?;
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::unauthorized(format!(
+            "the adapter may not read what it must observe: {}",
+            missing.join(", ")
+        )))
+    }
+}
+
+/// What Factory learns of the cluster before the probe.
+struct Learned {
+    /// The facts, assuming the probe's round trip works, so that the Backend that runs
+    /// the probe may hold and release.
+    facts: PreflightFacts,
+    /// Whether the adapter may get Nodes.
+    nodes_readable: bool,
+    /// The permissions the adapter lacks and works without, each with what it loses.
+    lacking: Vec<String>,
+}
+
+impl Learned {
+    /// Access reviews for what the adapter may do beyond reading, and in Kueue mode
+    /// the proof of the readmission gate.
+    async fn gather(cluster: &Cluster, cx: &CallContext, settings: &Settings) -> Result<Learned> {
+        let ns = &settings.namespace;
+        let nodes_readable = cluster.may(cx, ns, &permission("get", NODE)).await?;
+        let logs = Permission { verb: "get", resource: POD, subresource: "log" };
+        let may_read_logs = cluster.may(cx, ns, &logs).await?;
         let may_update_workloads = match settings.mode {
-            Mode::Kueue => cluster.may(cx, &ns, &permission("update", WORKLOAD)).await?,
+            Mode::Kueue => cluster.may(cx, ns, &permission("update", WORKLOAD)).await?,
             Mode::Plain => false,
         };
         let (missing_writes, lacking) = if settings.read_only {
             (Vec::new(), Vec::new())
         } else {
-            let orphans = not_granted(&cluster, cx, &ns, orphan_permissions()).await?;
+            let orphans = not_granted(cluster, cx, ns, orphan_permissions()).await?;
             let lacking = orphans
                 .into_iter()
                 .map(|p| format!("{p}: StopJob cannot remove orphaned objects of that kind"))
@@ -167,15 +217,13 @@ impl KubeflowBackend {
             for p in &lacking {
                 tracing::warn!(permission = %p, "a permission the adapter uses is missing");
             }
-            (not_granted(&cluster, cx, &ns, write_permissions()).await?, lacking)
+            (not_granted(cluster, cx, ns, write_permissions()).await?, lacking)
         };
         let readmission_gate = match settings.mode {
-            Mode::Kueue => prove_readmission_gate(&cluster, &settings, cx).await?,
+            Mode::Kueue => prove_readmission_gate(cluster, settings, cx).await?,
             Mode::Plain => Err("not in Kueue mode".to_owned()),
         };
-        // Until the probe says otherwise, the facts assume its round trip works, so that
-        // the Backend that runs the probe may hold and release.
-        let mut facts = PreflightFacts {
+        let facts = PreflightFacts {
             mode: settings.mode,
             read_only: settings.read_only,
             hold_round_trip: Ok(()),
@@ -185,36 +233,33 @@ impl KubeflowBackend {
             probe_started: Ok(()),
             missing_writes,
         };
-        let backend = |facts: PreflightFacts, settings: Settings, cluster: Cluster| {
-            let preflight = Preflight {
-                access: capabilities::access(&facts),
-                capabilities: capabilities::answers(&facts, None),
-                facts,
-                nodes_readable,
-                lacking: lacking.clone(),
-            };
-            KubeflowBackend {
-                inner: Arc::new(Inner {
-                    settings,
-                    cluster,
-                    preflight,
-                    closed: AtomicBool::new(false),
-                    in_flight: Default::default(),
-                    evidence: Default::default(),
-                }),
-            }
+        Ok(Learned { facts, nodes_readable, lacking })
+    }
+
+    /// The Backend these facts make.
+    fn backend(
+        &self,
+        facts: PreflightFacts,
+        settings: Settings,
+        cluster: Cluster,
+    ) -> KubeflowBackend {
+        let preflight = Preflight {
+            access: capabilities::access(&facts),
+            capabilities: capabilities::answers(&facts, None),
+            facts,
+            nodes_readable: self.nodes_readable,
+            lacking: self.lacking.clone(),
         };
-        // Read-only, or observe-only whatever the probe finds: nothing to probe.
-        if capabilities::access(&facts) != Writability::Writable {
-            facts.hold_round_trip = Err("not run, because the backend does not write".to_owned());
-            return Ok(backend(facts, settings, cluster));
+        KubeflowBackend {
+            inner: Arc::new(Inner {
+                settings,
+                cluster,
+                preflight,
+                closed: AtomicBool::new(false),
+                in_flight: Default::default(),
+                evidence: Default::default(),
+            }),
         }
-        // The probe runs as a writable Backend; what it finds decides the real one.
-        let probing = backend(facts.clone(), settings.clone(), cluster.clone());
-        let (started, round_trip) = probing.inner.probe(cx).await?;
-        facts.probe_started = started;
-        facts.hold_round_trip = round_trip;
-        Ok(backend(facts, settings, cluster))
     }
 }
 
