@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 
 use crate::apierror::{ApiError, Cause};
 use crate::controllers::kueue::{GATED_BY, QUEUE_NAME};
-use crate::resources::Resource;
+use crate::resources::{Resource, id};
+use crate::state::State;
 
 /// The TrainJob controller's `managedBy` value.
 pub const TRAINER_CONTROLLER: &str = "trainer.kubeflow.org/trainjob-controller";
@@ -165,6 +166,60 @@ fn schema(old: Option<&Value>, new: &Value) -> Vec<Cause> {
 
 fn suspended(v: &Value) -> bool {
     v.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// A kind's admission beyond the generic checks, run on every create (`old` `None`)
+/// and every update of the object itself (not of its status).
+type Admit = fn(&State, &Resource, &str, Option<&Value>, &mut Value) -> Result<(), ApiError>;
+
+/// The kinds admitted beyond the generic checks: the Trainer's webhook (and Kueue's
+/// for TrainJobs).
+const ADMISSION: &[(&str, Admit)] = &[("TrainJob", admit_train_job)];
+
+/// Runs `res`'s admission, if it has one, on `new` in namespace `ns`.
+pub(crate) fn admit(
+    state: &State,
+    res: &Resource,
+    ns: &str,
+    old: Option<&Value>,
+    new: &mut Value,
+) -> Result<(), ApiError> {
+    match ADMISSION.iter().find(|(kind, _)| *kind == res.kind) {
+        Some((_, admit)) => admit(state, res, ns, old, new),
+        None => Ok(()),
+    }
+}
+
+fn admit_train_job(
+    state: &State,
+    res: &Resource,
+    ns: &str,
+    old: Option<&Value>,
+    new: &mut Value,
+) -> Result<(), ApiError> {
+    let now = state.now_str();
+    let kueue = !state.unserved.contains(crate::controllers::kueue::GROUP_VERSION);
+    trainjob(res, old, new, &now, kueue, runtime_check(state, ns))
+}
+
+/// Whether a runtime of a kind and name exists, as the Trainer's webhook checks.
+fn runtime_check(state: &State, ns: &str) -> impl Fn(&str, &str) -> bool {
+    let trs: Vec<String> = state
+        .store
+        .list(id("trainingruntimes"), ns)
+        .into_iter()
+        .map(|(k, _)| k.name.clone())
+        .collect();
+    let ctrs: Vec<String> = state
+        .store
+        .list(id("clustertrainingruntimes"), "")
+        .into_iter()
+        .map(|(k, _)| k.name.clone())
+        .collect();
+    move |kind: &str, name: &str| {
+        let list = if kind == "TrainingRuntime" { &trs } else { &ctrs };
+        list.iter().any(|n| n == name)
+    }
 }
 
 /// Admits a TrainJob create (`old` None) or update; `kueue` says whether Kueue is

@@ -44,25 +44,6 @@ fn ns_must_exist(state: &State, res: &Resource, ns: &str) -> Result<(), ApiError
     Ok(())
 }
 
-fn runtime_check(state: &State, ns: &str) -> impl Fn(&str, &str) -> bool {
-    let trs: Vec<String> = state
-        .store
-        .list(id("trainingruntimes"), ns)
-        .into_iter()
-        .map(|(k, _)| k.name.clone())
-        .collect();
-    let ctrs: Vec<String> = state
-        .store
-        .list(id("clustertrainingruntimes"), "")
-        .into_iter()
-        .map(|(k, _)| k.name.clone())
-        .collect();
-    move |kind: &str, name: &str| {
-        let list = if kind == "TrainingRuntime" { &trs } else { &ctrs };
-        list.iter().any(|n| n == name)
-    }
-}
-
 /// Creates an object from a request body.
 pub(crate) fn create(
     state: &mut State,
@@ -122,11 +103,7 @@ pub(crate) fn create(
     if res.kind == "Pod" {
         obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
     }
-    if res.kind == "TrainJob" {
-        let now = state.now_str();
-        let kueue = !state.unserved.contains(crate::controllers::kueue::GROUP_VERSION);
-        admission::trainjob(res, None, &mut obj, &now, kueue, runtime_check(state, &req.ns))?;
-    }
+    admission::admit(state, res, &req.ns, None, &mut obj)?;
     for (plural, mutate) in &state.webhooks {
         if plural == res.plural {
             mutate(&mut obj);
@@ -147,8 +124,11 @@ pub(crate) fn create(
     Ok(state.store.put(key, obj))
 }
 
-/// Writes `new` over `old` after the checks every update path shares. `sub` is
-/// `status` for the status subresource.
+/// Writes `new` over `old` after the checks every update path shares, in the
+/// apiserver's order: the name, the resource version, the half of the object the
+/// request may change (`req.sub` is `status` for the status subresource), the server's
+/// metadata, finalizers, the kind's admission, the generation; a write that changes
+/// nothing stores nothing.
 pub(crate) fn commit(
     state: &mut State,
     req: &ApiReq,
@@ -158,41 +138,71 @@ pub(crate) fn commit(
     operation: &str,
 ) -> Result<Value, ApiError> {
     let res = &RESOURCES[req.res];
-    let key = Key::new(req.res, &req.ns, &req.name);
     if new.pointer("/metadata/name").and_then(Value::as_str).is_some_and(|n| n != req.name) {
         return Err(ApiError::bad_request(
             "the name of the object does not match the name on the URL",
         ));
     }
-    let sent_rv =
-        new.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default();
-    let cur_rv =
-        old.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default();
-    if !sent_rv.is_empty() && sent_rv != cur_rv {
+    let current = resource_version(old).to_owned();
+    let sent = resource_version(&new);
+    if !sent.is_empty() && sent != current {
         return Err(ApiError::conflict(res, &req.name));
     }
-    if req.sub == "status" {
+    keep_the_other_half(res, &req.sub, old, &mut new);
+    keep_the_servers_metadata(res, old, &mut new);
+    finalizers_only_shrink_once_deleting(res, &req.name, old, &new)?;
+    if req.sub.is_empty() {
+        admission::admit(state, res, &req.ns, Some(old), &mut new)?;
+    }
+    if spec_part(old) != spec_part(&new) {
+        let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        new["metadata"]["generation"] = json!(g + 1);
+    }
+    new["metadata"]["resourceVersion"] = json!(current);
+    if same_but_managed_fields(old, &new) {
+        // A no-op write stores nothing and keeps the resourceVersion, as the apiserver does.
+        return Ok(old.clone());
+    }
+    let time = state.now_str();
+    managed::record(Some(old), &mut new, manager, operation, &req.sub, &time);
+    let key = Key::new(req.res, &req.ns, &req.name);
+    let finished = new.pointer("/metadata/deletionTimestamp").is_some()
+        && new.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
+    let stored = state.store.put(key.clone(), new);
+    if finished {
+        state.store.remove(&key);
+    }
+    Ok(stored)
+}
+
+fn resource_version(object: &Value) -> &str {
+    object.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// A write to `/status` changes only the status; a write to the object itself changes
+/// everything but the status, for a kind with a status subresource.
+fn keep_the_other_half(res: &Resource, sub: &str, old: &Value, new: &mut Value) {
+    let kept = if sub == "status" {
         let status = new.get("status").cloned();
-        new = old.clone();
-        match status {
-            Some(s) => new["status"] = s,
-            None => {
-                if let Some(m) = new.as_object_mut() {
-                    m.remove("status");
-                }
-            }
-        }
+        *new = old.clone();
+        status
     } else if res.status {
-        match old.get("status") {
-            Some(s) => new["status"] = s.clone(),
-            None => {
-                if let Some(m) = new.as_object_mut() {
-                    m.remove("status");
-                }
+        old.get("status").cloned()
+    } else {
+        return;
+    };
+    match kept {
+        Some(status) => new["status"] = status,
+        None => {
+            if let Some(m) = new.as_object_mut() {
+                m.remove("status");
             }
         }
     }
-    // System metadata is the server's.
+}
+
+/// System metadata, the namespace, `apiVersion` and `kind` are the server's.
+fn keep_the_servers_metadata(res: &Resource, old: &Value, new: &mut Value) {
     for f in [
         "uid",
         "creationTimestamp",
@@ -217,53 +227,39 @@ pub(crate) fn commit(
     }
     new["apiVersion"] = json!(res.api_version());
     new["kind"] = json!(res.kind);
-    if old.pointer("/metadata/deletionTimestamp").is_some() {
-        // Finalizers may only shrink once deletion has started.
-        let before: Vec<Value> = old
-            .pointer("/metadata/finalizers")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if let Some(after) = new.pointer("/metadata/finalizers").and_then(Value::as_array)
-            && after.iter().any(|f| !before.contains(f))
-        {
-            return Err(ApiError::invalid(
-                res,
-                &req.name,
-                vec![("FieldValueForbidden", "metadata.finalizers".into(), "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted".into())],
-            ));
-        }
+}
+
+/// Once deletion has started, finalizers may only be removed.
+fn finalizers_only_shrink_once_deleting(
+    res: &Resource,
+    name: &str,
+    old: &Value,
+    new: &Value,
+) -> Result<(), ApiError> {
+    if old.pointer("/metadata/deletionTimestamp").is_none() {
+        return Ok(());
     }
-    if res.kind == "TrainJob" && req.sub.is_empty() {
-        let now = state.now_str();
-        let kueue = !state.unserved.contains(crate::controllers::kueue::GROUP_VERSION);
-        admission::trainjob(res, Some(old), &mut new, &now, kueue, runtime_check(state, &req.ns))?;
+    let before: Vec<Value> =
+        old.pointer("/metadata/finalizers").and_then(Value::as_array).cloned().unwrap_or_default();
+    match new.pointer("/metadata/finalizers").and_then(Value::as_array) {
+        Some(after) if after.iter().any(|f| !before.contains(f)) => Err(ApiError::invalid(
+            res,
+            name,
+            vec![("FieldValueForbidden", "metadata.finalizers".into(), "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted".into())],
+        )),
+        _ => Ok(()),
     }
-    if spec_part(old) != spec_part(&new) {
-        let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
-        new["metadata"]["generation"] = json!(g + 1);
-    }
-    new["metadata"]["resourceVersion"] = json!(cur_rv);
-    let mut cmp_old = old.clone();
-    let mut cmp_new = new.clone();
-    for v in [&mut cmp_old, &mut cmp_new] {
+}
+
+/// Whether two versions of an object differ in nothing but their managed fields.
+fn same_but_managed_fields(old: &Value, new: &Value) -> bool {
+    let (mut old, mut new) = (old.clone(), new.clone());
+    for v in [&mut old, &mut new] {
         if let Some(m) = v["metadata"].as_object_mut() {
             m.remove("managedFields");
         }
     }
-    if cmp_old == cmp_new {
-        // A no-op write stores nothing and keeps the resourceVersion, as the apiserver does.
-        return Ok(old.clone());
-    }
-    let time = state.now_str();
-    managed::record(Some(old), &mut new, manager, operation, &req.sub, &time);
-    let finished = new.pointer("/metadata/deletionTimestamp").is_some()
-        && new.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
-    let stored = state.store.put(key.clone(), new);
-    if finished {
-        state.store.remove(&key);
-    }
-    Ok(stored)
+    old == new
 }
 
 fn existing(state: &State, req: &ApiReq) -> Result<Value, ApiError> {
