@@ -12,7 +12,7 @@ use crate::delete::{self, DeleteOptions};
 use crate::discovery;
 use crate::faults::{self, FaultAction};
 use crate::read;
-use crate::request::{self, Route};
+use crate::request::{self, ApiReq, Route};
 use crate::resources::RESOURCES;
 use crate::state::{RequestRecord, State};
 use crate::watch::{self, WatchStart};
@@ -86,72 +86,37 @@ pub(crate) fn process(state: &mut State, inc: &Incoming) -> Processed {
     Processed { reply, delay }
 }
 
+/// One request, in the apiserver's order: authenticate, route, authorize, the faults a
+/// test set, the content type, then the handler of its verb; a fault may also act on
+/// the reply.
 fn run(
     state: &mut State,
     inc: &Incoming,
-    q: &std::collections::BTreeMap<String, String>,
+    q: &Query,
     record: &mut RequestRecord,
     delay: &mut Option<std::time::Duration>,
 ) -> Reply {
-    let user = match &inc.token {
-        Some(t) => state.identities.iter().find(|i| &i.token == t).map(|i| i.user.clone()),
-        // No credentials: the anonymous identity, when the sim has one (kubectl sends no
-        // bearer token over plain http).
-        None => state.anonymous.clone(),
-    };
-    let Some(user) = user else {
-        return err(ApiError::unauthorized());
+    let user = match authenticate(state, inc) {
+        Ok(user) => user,
+        Err(reply) => return reply,
     };
     record.user = Some(user.clone());
-    let watch = q.get("watch").is_some_and(|w| w == "true" || w == "1");
-    let unserved = state.unserved.clone();
-    let served = |gv: &str| !unserved.contains(gv);
-    let req = match request::route(&inc.method, &inc.path, watch, served) {
-        Some(Route::Api(r)) => r,
-        Some(Route::Discovery(p)) => {
-            return match discovery::document(&p, served) {
-                Some(d) => Reply::Json(200, d),
-                None => Reply::Text(404, "404 page not found\n".into()),
-            };
-        }
-        Some(Route::NotFound) => return Reply::Text(404, "404 page not found\n".into()),
-        None => return err(ApiError::method_not_allowed()),
+    let req = match route(state, inc, q) {
+        Ok(req) => req,
+        Err(reply) => return reply,
     };
     let res = &RESOURCES[req.res];
     record.verb = req.verb.into();
     record.resource =
         if req.sub.is_empty() { res.plural.into() } else { format!("{}/{}", res.plural, req.sub) };
     record.name = req.name.clone();
-    let is_review = res.kind == "SelfSubjectAccessReview";
-    let access = Access {
-        verb: req.verb,
-        group: res.group,
-        resource: res.plural,
-        sub: &req.sub,
-        ns: &req.ns,
-    };
-    let identity = state.identities.iter().find(|i| i.user == user);
-    if !is_review && !identity.is_some_and(|i| i.may(&access)) {
-        return err(ApiError::forbidden(res, &req.sub, &req.name, &user, req.verb, &req.ns));
+    if let Err(e) = authorize(state, &user, &req) {
+        return err(e);
     }
     let action = faults::fire(&mut state.faults, req.verb, &record.resource, &req.name);
     record.fault = action.as_ref().map(|a| format!("{a:?}"));
-    match &action {
-        Some(FaultAction::Status { code, reason, message }) => {
-            return err(ApiError::new(*code, reason, message.clone()));
-        }
-        Some(FaultAction::ResetBeforeApply) => return Reply::Reset,
-        Some(FaultAction::ExpireList) if req.verb == "list" => {
-            let rv = state.store.rv();
-            return err(ApiError::expired(rv.saturating_sub(1), rv));
-        }
-        Some(FaultAction::ExpireWatch) if req.verb == "watch" => {
-            let asked: u64 = q.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
-            let initial = vec![watch::expired_line(asked, state.store.rv())];
-            return Reply::Watch(WatchStart { initial, live: None });
-        }
-        Some(FaultAction::Delay(d)) => *delay = Some(*d),
-        _ => {}
+    if let Some(reply) = fault_before(state, action.as_ref(), &req, q, delay) {
+        return reply;
     }
     if inc.content_type.starts_with("application/vnd.kubernetes.protobuf") {
         // client-go falls back to JSON when protobuf is refused this way.
@@ -161,36 +126,7 @@ fn run(
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
         ));
     }
-    let manager = write::manager(q, &inc.user_agent);
-    let body = &inc.body[..];
-    let out: Result<Reply, ApiError> = match (req.verb, req.sub.as_str()) {
-        ("create", _) if is_review => {
-            write::access_review(state, &user, body).map(|v| Reply::Json(201, v))
-        }
-        ("get", "log") if res.kind == "Pod" && q.get("follow").is_some_and(|f| f == "true") => {
-            crate::logs::follow(state, &req).map(Reply::Follow)
-        }
-        ("get", "log") if res.kind == "Pod" => {
-            crate::logs::text(state, &req).map(|t| Reply::Text(200, t))
-        }
-        ("get", "" | "status") => read::get(state, &req, &inc.accept).map(|v| Reply::Json(200, v)),
-        ("list", "") => read::list(state, &req, q, &inc.accept).map(|v| Reply::Json(200, v)),
-        ("watch", "") => watch::start(state, &req, q, &inc.accept).map(Reply::Watch),
-        ("create", "") => write::create(state, &req, body, &manager).map(|v| Reply::Json(201, v)),
-        ("update", "" | "status") => {
-            write::update(state, &req, body, &manager).map(|v| Reply::Json(200, v))
-        }
-        ("patch", "" | "status") => write::patch(state, &req, body, &inc.content_type, &manager)
-            .map(|v| Reply::Json(200, v)),
-        ("delete", "") => DeleteOptions::read(body, q)
-            .and_then(|o| delete::handle(state, &req, &o))
-            .map(|v| Reply::Json(200, v)),
-        ("deletecollection", "") => {
-            crate::collection::handle(state, &req, q, body).map(|v| Reply::Json(200, v))
-        }
-        _ => Err(ApiError::method_not_allowed()),
-    };
-    let mut reply = out.unwrap_or_else(err);
+    let mut reply = handle(state, inc, q, &user, &req).unwrap_or_else(err);
     match action {
         Some(FaultAction::ResetAfterApply) => reply = Reply::Reset,
         Some(FaultAction::CloseWatch) => {
@@ -201,4 +137,123 @@ fn run(
         _ => {}
     }
     reply
+}
+
+type Query = std::collections::BTreeMap<String, String>;
+
+/// The request's user, by its bearer token; without one, the anonymous identity when
+/// the sim has one (kubectl sends no bearer token over plain http).
+fn authenticate(state: &State, inc: &Incoming) -> Result<String, Reply> {
+    let user = match &inc.token {
+        Some(t) => state.identities.iter().find(|i| &i.token == t).map(|i| i.user.clone()),
+        None => state.anonymous.clone(),
+    };
+    user.ok_or_else(|| err(ApiError::unauthorized()))
+}
+
+/// The API request the path names; discovery documents and unknown paths are answered
+/// here.
+fn route(state: &State, inc: &Incoming, q: &Query) -> Result<ApiReq, Reply> {
+    let watch = q.get("watch").is_some_and(|w| w == "true" || w == "1");
+    let served = |gv: &str| !state.unserved.contains(gv);
+    match request::route(&inc.method, &inc.path, watch, served) {
+        Some(Route::Api(r)) => Ok(r),
+        Some(Route::Discovery(p)) => Err(match discovery::document(&p, served) {
+            Some(d) => Reply::Json(200, d),
+            None => Reply::Text(404, "404 page not found\n".into()),
+        }),
+        Some(Route::NotFound) => Err(Reply::Text(404, "404 page not found\n".into())),
+        None => Err(err(ApiError::method_not_allowed())),
+    }
+}
+
+/// RBAC: the user's identity may do the request (an access review always may).
+fn authorize(state: &State, user: &str, req: &ApiReq) -> Result<(), ApiError> {
+    let res = &RESOURCES[req.res];
+    let access = Access {
+        verb: req.verb,
+        group: res.group,
+        resource: res.plural,
+        sub: &req.sub,
+        ns: &req.ns,
+    };
+    let identity = state.identities.iter().find(|i| i.user == user);
+    if res.kind == "SelfSubjectAccessReview" || identity.is_some_and(|i| i.may(&access)) {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(res, &req.sub, &req.name, user, req.verb, &req.ns))
+    }
+}
+
+/// The answer a fault gives before the request is handled, if it gives one; a delay is
+/// set aside for the reply.
+fn fault_before(
+    state: &State,
+    action: Option<&FaultAction>,
+    req: &ApiReq,
+    q: &Query,
+    delay: &mut Option<std::time::Duration>,
+) -> Option<Reply> {
+    match action? {
+        FaultAction::Status { code, reason, message } => {
+            Some(err(ApiError::new(*code, reason, message.clone())))
+        }
+        FaultAction::ResetBeforeApply => Some(Reply::Reset),
+        FaultAction::ExpireList if req.verb == "list" => {
+            let rv = state.store.rv();
+            Some(err(ApiError::expired(rv.saturating_sub(1), rv)))
+        }
+        FaultAction::ExpireWatch if req.verb == "watch" => {
+            let asked: u64 = q.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
+            let initial = vec![watch::expired_line(asked, state.store.rv())];
+            Some(Reply::Watch(WatchStart { initial, live: None }))
+        }
+        FaultAction::Delay(d) => {
+            *delay = Some(*d);
+            None
+        }
+        _ => None,
+    }
+}
+
+/// The request handled by its verb and subresource.
+fn handle(
+    state: &mut State,
+    inc: &Incoming,
+    q: &Query,
+    user: &str,
+    req: &ApiReq,
+) -> Result<Reply, ApiError> {
+    let res = &RESOURCES[req.res];
+    let manager = write::manager(q, &inc.user_agent);
+    let body = &inc.body[..];
+    let follow = q.get("follow").is_some_and(|f| f == "true");
+    match (req.verb, req.sub.as_str()) {
+        ("create", _) if res.kind == "SelfSubjectAccessReview" => {
+            write::access_review(state, user, body).map(|v| Reply::Json(201, v))
+        }
+        ("get", "log") if res.kind == "Pod" && follow => {
+            crate::logs::follow(state, req).map(Reply::Follow)
+        }
+        ("get", "log") if res.kind == "Pod" => {
+            crate::logs::text(state, req).map(|t| Reply::Text(200, t))
+        }
+        ("get", "" | "status") => read::get(state, req, &inc.accept).map(|v| Reply::Json(200, v)),
+        ("list", "") => read::list(state, req, q, &inc.accept).map(|v| Reply::Json(200, v)),
+        ("watch", "") => watch::start(state, req, q, &inc.accept).map(Reply::Watch),
+        ("create", "") => write::create(state, req, body, &manager).map(|v| Reply::Json(201, v)),
+        ("update", "" | "status") => {
+            write::update(state, req, body, &manager).map(|v| Reply::Json(200, v))
+        }
+        ("patch", "" | "status") => {
+            write::patch(state, req, body, &inc.content_type, &manager).map(|v| Reply::Json(200, v))
+        }
+        ("delete", "") => DeleteOptions::read(body, q)
+            .and_then(|o| delete::handle(state, req, &o))
+            .map(|v| Reply::Json(200, v)),
+        ("deletecollection", "") => {
+            crate::collection::handle(state, req, q, body).map(|v| Reply::Json(200, v))
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
 }
