@@ -299,37 +299,59 @@ fn reconcile(state: &mut State, key: &Key, mut wl: Value) {
     }
 }
 
+/// Reserves quota for the Workload when its admission is not gated and its
+/// ClusterQueue has room; otherwise says why in `QuotaReserved=False`.
 fn reserve(state: &State, wl: &mut Value, now: &str) {
     if let Some(g) = annotation(wl, GATED_BY).filter(|g| !g.is_empty()) {
         let msg = format!("Admission is gated by: {g}");
         set_condition(wl, "QuotaReserved", "False", "AdmissionGated", &msg, now);
         return;
     }
+    match room_for(state, wl) {
+        Ok(queue) => reserve_in(wl, &queue, now),
+        Err((reason, message)) => {
+            set_condition(wl, "QuotaReserved", "False", reason, &message, now);
+        }
+    }
+}
+
+/// The ClusterQueue a Workload reserves quota in, and the flavor of its GPUs.
+struct Queue {
+    name: String,
+    flavor: String,
+}
+
+/// The Workload's ClusterQueue, through its LocalQueue, when that has the GPUs it asks
+/// for free; else the reason and message of `QuotaReserved=False`.
+fn room_for(state: &State, wl: &Value) -> Result<Queue, (&'static str, String)> {
     let ns = str_at(wl, "/metadata/namespace");
     let lq_name = str_at(wl, "/spec/queueName");
-    let Some(lq) = state.store.get(&Key::new(id("localqueues"), ns, lq_name)) else {
-        set_condition(
-            wl,
-            "QuotaReserved",
-            "False",
-            "Inadmissible",
-            &format!("LocalQueue {lq_name} doesn't exist"),
-            now,
-        );
-        return;
-    };
+    let lq = state
+        .store
+        .get(&Key::new(id("localqueues"), ns, lq_name))
+        .ok_or_else(|| ("Inadmissible", format!("LocalQueue {lq_name} doesn't exist")))?;
     let cq_name = str_at(lq, "/spec/clusterQueue");
-    let Some(cq) = state.store.get(&Key::new(id("clusterqueues"), "", cq_name)) else {
-        set_condition(
-            wl,
-            "QuotaReserved",
-            "False",
-            "Inadmissible",
-            &format!("ClusterQueue {cq_name} doesn't exist"),
-            now,
-        );
-        return;
-    };
+    let cq = state
+        .store
+        .get(&Key::new(id("clusterqueues"), "", cq_name))
+        .ok_or_else(|| ("Inadmissible", format!("ClusterQueue {cq_name} doesn't exist")))?;
+    let (quota, flavor) = gpu_quota(cq);
+    let used = gpus_reserved_in(state, cq_name);
+    let want = gpus_of(wl);
+    if want > 0 && used + want > quota {
+        return Err((
+            "Pending",
+            format!(
+                "couldn't assign flavors to pod set node: insufficient unused quota for {GPU} in flavor {flavor}, {} more needed",
+                used + want - quota
+            ),
+        ));
+    }
+    Ok(Queue { name: cq_name.to_owned(), flavor })
+}
+
+/// A ClusterQueue's nominal GPU quota, over all its flavors, and the flavor that has it.
+fn gpu_quota(cq: &Value) -> (i64, String) {
     let (mut quota, mut flavor) = (0, String::new());
     for f in cq
         .pointer("/spec/resourceGroups")
@@ -347,7 +369,12 @@ fn reserve(state: &State, wl: &mut Value, now: &str) {
             flavor = str_at(&f, "/name").to_string();
         }
     }
-    let used: i64 = state
+    (quota, flavor)
+}
+
+/// The GPUs the Workloads with quota reserved in the ClusterQueue `cq_name` hold.
+fn gpus_reserved_in(state: &State, cq_name: &str) -> i64 {
+    state
         .store
         .list(id("workloads"), "")
         .into_iter()
@@ -357,27 +384,16 @@ fn reserve(state: &State, wl: &mut Value, now: &str) {
                     == Some(cq_name)
         })
         .map(|(_, w)| gpus_of(w))
-        .sum();
-    let want = gpus_of(wl);
-    if want > 0 && used + want > quota {
-        let msg = format!(
-            "couldn't assign flavors to pod set node: insufficient unused quota for {GPU} in flavor {flavor}, {} more needed",
-            used + want - quota
-        );
-        set_condition(wl, "QuotaReserved", "False", "Pending", &msg, now);
-        return;
-    }
+        .sum()
+}
+
+/// Reserves the Workload's quota in `queue`: its admission, `QuotaReserved=True`, and,
+/// as Kueue's SetQuotaReservation does, an eviction or preemption in force is over.
+fn reserve_in(wl: &mut Value, queue: &Queue, now: &str) {
     let count = wl.pointer("/spec/podSets/0/count").cloned().unwrap_or(json!(1));
-    wl["status"]["admission"] = json!({"clusterQueue": cq_name, "podSetAssignments": [{"name": "node", "count": count, "flavors": {GPU: flavor}}]});
-    set_condition(
-        wl,
-        "QuotaReserved",
-        "True",
-        "QuotaReserved",
-        &format!("Quota reserved in ClusterQueue {cq_name}"),
-        now,
-    );
-    // Kueue's SetQuotaReservation: the eviction and the preemption are over.
+    wl["status"]["admission"] = json!({"clusterQueue": queue.name, "podSetAssignments": [{"name": "node", "count": count, "flavors": {GPU: queue.flavor}}]});
+    let message = format!("Quota reserved in ClusterQueue {}", queue.name);
+    set_condition(wl, "QuotaReserved", "True", "QuotaReserved", &message, now);
     for kind in ["Evicted", "Preempted"] {
         let active = condition(wl, kind)
             .filter(|c| c["status"] == "True")
