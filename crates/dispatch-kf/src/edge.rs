@@ -1,7 +1,7 @@
-//! The Backend's edge: the only place it reads the clock or draws randomness, so that
-//! the model below it can take both as parameters.
+//! The Backend's edge: the only place it reads the clock, waits on it, or draws
+//! randomness, so that the model below it can take time and tokens as parameters.
 
-use dispatch_core::{Error, JobId, Result};
+use dispatch_core::{CallContext, Error, JobId, Result};
 use dispatch_kf_model::render::token::TokenSuffix;
 use jiff::Timestamp;
 
@@ -39,4 +39,12 @@ pub(crate) fn token_suffix() -> Result<TokenSuffix> {
 pub(crate) fn fresh_job_id() -> Result<JobId> {
     let millis = u64::try_from(now().as_millisecond()).unwrap_or(0);
     Ok(JobId::from_parts(millis, u128::from_le_bytes(random_bytes::<16>()?)))
+}
+
+/// Resolves when the call's deadline passes; never when it has none.
+pub(crate) async fn deadline(cx: &CallContext) {
+    match cx.deadline {
+        Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
+        None => std::future::pending().await,
+    }
 }

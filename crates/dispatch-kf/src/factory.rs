@@ -18,7 +18,7 @@ use dispatch_kf_model::capabilities::{self, PreflightFacts, Writability};
 use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, prove_gate};
 use dispatch_kf_model::{Mode, Purpose, Settings, keys, probe_request};
 
-use crate::start::to_value;
+use crate::convert::to_value;
 use crate::{Inner, KubeflowBackend, edge};
 
 /// What Factory learned.
@@ -359,7 +359,7 @@ impl Inner {
             tokio::select! {
                 () = tokio::time::sleep(left.min(Duration::from_secs(1))) => {}
                 () = cx.cancelled() => return Err(ended()),
-                () = crate::start::deadline(cx) => return Err(ended()),
+                () = edge::deadline(cx) => return Err(ended()),
             }
         }
     }

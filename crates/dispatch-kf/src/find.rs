@@ -1,6 +1,6 @@
 //! Find and Inspect: one snapshot read, one classification.
 
-use dispatch_core::{CallContext, Discovery, Error, JobId, ObjectObs, ObjectRef, Result};
+use dispatch_core::{CallContext, Discovery, JobId, ObjectObs, ObjectRef, Result};
 use dispatch_kf_client::{Cluster, JobQuery};
 use dispatch_kf_model::{Options, Snapshot, classify};
 use jiff::Timestamp;
@@ -59,25 +59,6 @@ impl Inner {
         let target = self.target(object)?;
         let snapshot = self.snapshot(cx, &target.job).await?;
         let observations = self.observe(&snapshot, edge::now());
-        pick(observations, object)
+        crate::refs::pick(observations, object)
     }
-}
-
-/// The observation of `object` among `observations`: `NotFound` when it is gone or its
-/// name is now held by another UID.
-pub(crate) fn pick(observations: Vec<ObjectObs>, object: &ObjectRef) -> Result<ObjectObs> {
-    let same_name = |o: &ObjectObs| o.object.kind == object.kind && o.object.name == object.name;
-    let mut others = false;
-    for obs in observations {
-        if same_name(&obs) && obs.object.uid == object.uid {
-            return Ok(obs);
-        }
-        others |= same_name(&obs);
-    }
-    let what = format!("{} {}/{}", object.kind.name(), object.namespace, object.name);
-    Err(if others {
-        Error::not_found(format!("{what} is now held by another UID than {}", object.uid))
-    } else {
-        Error::not_found(format!("{what} of UID {} is gone", object.uid))
-    })
 }

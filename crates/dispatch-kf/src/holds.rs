@@ -12,8 +12,8 @@ use dispatch_kf_model::gates::{self, Edit, Situation};
 use dispatch_kf_model::{Mode, Snapshot, keys, ranks};
 use serde_json::Value;
 
-use crate::find::pick;
-use crate::start::{from_value, to_value};
+use crate::convert::{from_value, to_value};
+use crate::refs::pick;
 use crate::{Inner, edge};
 
 /// Which call of the family.

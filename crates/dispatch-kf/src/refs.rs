@@ -1,7 +1,7 @@
 //! Object references: the checks every call that takes one makes first
 //! (`docs/errors.md#the-adapters-own-refusals`).
 
-use dispatch_core::{Error, JobId, ObjectKind, ObjectRef, Result};
+use dispatch_core::{Error, JobId, ObjectKind, ObjectObs, ObjectRef, Result};
 use dispatch_kf_client::Resource;
 use dispatch_kf_client::resources::{JOB_SET, POD, TRAIN_JOB, TRAINING_RUNTIME};
 use dispatch_kf_model::names;
@@ -76,4 +76,23 @@ impl Inner {
             uid: uid.to_owned(),
         }
     }
+}
+
+/// The observation of `object` among `observations`: `NotFound` when it is gone or its
+/// name is now held by another UID.
+pub(crate) fn pick(observations: Vec<ObjectObs>, object: &ObjectRef) -> Result<ObjectObs> {
+    let same_name = |o: &ObjectObs| o.object.kind == object.kind && o.object.name == object.name;
+    let mut others = false;
+    for obs in observations {
+        if same_name(&obs) && obs.object.uid == object.uid {
+            return Ok(obs);
+        }
+        others |= same_name(&obs);
+    }
+    let what = format!("{} {}/{}", object.kind.name(), object.namespace, object.name);
+    Err(if others {
+        Error::not_found(format!("{what} is now held by another UID than {}", object.uid))
+    } else {
+        Error::not_found(format!("{what} of UID {} is gone", object.uid))
+    })
 }

@@ -18,8 +18,9 @@ use dispatch_kf_model::render::extensions;
 use dispatch_kf_model::runtime::{RuntimeKind, RuntimeRef, SourceRuntime};
 use dispatch_kf_model::{Mode, Purpose, Rendered, keys, kueue, readback, render};
 use kube::api::DynamicObject;
-use serde_json::{Value, json};
+use serde_json::json;
 
+use crate::convert::{from_value, to_value};
 use crate::{Inner, edge};
 
 /// How often Start looks for the TrainJob's Workload in Kueue mode.
@@ -35,15 +36,6 @@ struct RuntimeCopy {
 
 fn uid_of(object: &DynamicObject) -> String {
     object.metadata.uid.clone().unwrap_or_default()
-}
-
-pub(crate) fn to_value(object: &DynamicObject) -> Value {
-    serde_json::to_value(object).unwrap_or(Value::Null)
-}
-
-pub(crate) fn from_value(value: Value) -> Result<DynamicObject> {
-    serde_json::from_value(value)
-        .map_err(|e| Error::invalid(format!("the model made an object kube cannot read: {e}")))
 }
 
 impl Inner {
@@ -294,7 +286,7 @@ impl Inner {
             tokio::select! {
                 () = tokio::time::sleep(WORKLOAD_POLL) => {}
                 () = cx.cancelled() => return Err(waiting_ended()),
-                () = deadline(cx) => return Err(waiting_ended()),
+                () = edge::deadline(cx) => return Err(waiting_ended()),
             }
         }
     }
@@ -326,12 +318,4 @@ fn waiting_ended() -> Error {
     Error::outcome_unknown(
         "the call ended while Start waited for the Workload: the stop it would attempt cannot be sent either, so the TrainJob may remain",
     )
-}
-
-/// Resolves when the call's deadline passes; never when it has none.
-pub(crate) async fn deadline(cx: &CallContext) {
-    match cx.deadline {
-        Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
-        None => std::future::pending().await,
-    }
 }

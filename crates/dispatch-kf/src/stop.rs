@@ -12,7 +12,6 @@ use dispatch_core::{CallContext, Error, JobId, ObjectRef, Result};
 use dispatch_kf_client::Deleted;
 
 use crate::refs::resource_of;
-use crate::start::deadline;
 use crate::{Inner, edge};
 
 /// How often StopJob looks again while the job's objects go.
@@ -76,7 +75,7 @@ impl Inner {
             tokio::select! {
                 () = tokio::time::sleep(left) => {}
                 () = cx.cancelled() => return Err(waiting()),
-                () = deadline(&cx) => return Err(waiting()),
+                () = edge::deadline(&cx) => return Err(waiting()),
             }
         }
     }
@@ -116,7 +115,7 @@ impl Inner {
             tokio::select! {
                 () = tokio::time::sleep(STOP_POLL) => {}
                 () = cx.cancelled() => return Err(waiting()),
-                () = deadline(cx) => return Err(waiting()),
+                () = edge::deadline(cx) => return Err(waiting()),
             }
         }
     }

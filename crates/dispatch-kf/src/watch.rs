@@ -20,7 +20,6 @@ use futures::stream::{BoxStream, SelectAll};
 use kube::api::DynamicObject;
 use tokio::sync::mpsc;
 
-use crate::start::deadline;
 use crate::{Inner, KubeflowBackend, edge};
 
 /// Changes that arrive within this of each other make one Find.
@@ -167,7 +166,7 @@ impl Pump {
             },
             () = self.tx.closed() => Next::Stop,
             () = self.cx.cancelled() => Next::Stop,
-            () = deadline(&self.cx) => Next::Stop,
+            () = edge::deadline(&self.cx) => Next::Stop,
             () = timer => Next::Quiet,
         }
     }
