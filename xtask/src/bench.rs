@@ -1,8 +1,8 @@
 //! `cargo xtask bench classify`: times `dispatch-kf classify -o json` on two generated
 //! dumps, at 1x, 4x and 16x the size, against two baselines reading the same bytes:
-//! the skim (`serde_json` looking at every byte and keeping nothing, the model's `skim`
-//! example), the floor for any reader, and the parse into a `serde_json::Value` (the
-//! `parse_value` example), what a generic JSON tool does. It prints, for each dump and
+//! the skim (`serde_json` looking at every byte and keeping nothing, the model's
+//! `baseline skim`), the floor for any reader, and the parse into a `serde_json::Value`
+//! (`baseline value`), what a generic JSON tool does. It prints, for each dump and
 //! size, the time of each, classify's ratio to both, its growth from 1x, and its peak
 //! memory over the file's size, then fails listing each bar missed (docs/benchmarks.md).
 //!
@@ -62,11 +62,10 @@ struct Measure {
     peak_kib: u64,
 }
 
-/// The programs measured.
+/// The programs measured: `dispatch-kf` and the model's `baseline` example.
 struct Programs {
     classify: PathBuf,
-    skim: PathBuf,
-    value: PathBuf,
+    baseline: PathBuf,
 }
 
 /// Runs the benchmark named by `args[0]` (only `classify` exists).
@@ -88,15 +87,13 @@ pub(crate) fn run(args: &[String]) -> run::Result {
         }
     }
     run::cargo(&["build", "--release", "-p", "dispatch-kf-cli", "--bin", "dispatch-kf"])?;
-    let examples = ["--example", "skim", "--example", "parse_value"];
-    run::cargo(&[&["build", "--release", "-p", "dispatch-kf-model"][..], &examples].concat())?;
+    run::cargo(&["build", "--release", "-p", "dispatch-kf-model", "--example", "baseline"])?;
     let target = target_dir();
     let dir = target.join("bench-classify");
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let programs = Programs {
         classify: target.join("release/dispatch-kf"),
-        skim: target.join("release/examples/skim"),
-        value: target.join("release/examples/parse_value"),
+        baseline: target.join("release/examples/baseline"),
     };
     let mut report = String::from(
         "dump   size  file MB  classify s  skim s  Value s  x skim  x Value  growth  peak MB  peak/file\n",
@@ -143,9 +140,9 @@ fn measure_all(
 ) -> Result<(Measure, Measure, Option<Measure>), String> {
     let args = ["classify", "--now", "2026-11-29T12:00:00Z", "-o", "json"];
     let ours = best_of(BEST_OF, &programs.classify, &args, path)?;
-    let skim = best_of(BEST_OF, &programs.skim, &[], path)?;
+    let skim = best_of(BEST_OF, &programs.baseline, &["skim"], path)?;
     let value = match bytes <= MAX_VALUE_BYTES {
-        true => Some(best_of(1, &programs.value, &[], path)?),
+        true => Some(best_of(1, &programs.baseline, &["value"], path)?),
         false => None,
     };
     Ok((ours, skim, value))
