@@ -53,62 +53,46 @@ fn world() -> &'static World {
 
 static NEXT_JOB: AtomicU32 = AtomicU32::new(5000);
 
-/// The steps of the property, on the shared world.
-trait Steps {
-    fn run(
-        &self,
-        object: &ObjectRef,
-        op: Op,
-        k: u64,
-        fault: &Option<FaultAction>,
-    ) -> dispatch_core::Result<()>;
-    fn call(&self, object: &ObjectRef, op: Op, k: u64) -> dispatch_core::Result<()>;
-    fn held(&self, object: &ObjectRef) -> (Option<u64>, u64);
+/// Runs `op` once with `fault` on its first write, then retries it without faults
+/// while its outcome is unknown, as the supervisor does.
+fn run(
+    w: &World,
+    object: &ObjectRef,
+    op: Op,
+    k: u64,
+    fault: &Option<FaultAction>,
+) -> dispatch_core::Result<()> {
+    if let Some(action) = fault {
+        w.sim.add_fault(Fault::on("update", "trainjobs", action.clone()).named(&object.name));
+    }
+    let mut result = call(w, object, op, k);
+    w.sim.clear_faults();
+    while matches!(&result, Err(e) if e.is(Kind::OutcomeUnknown)) {
+        result = call(w, object, op, k);
+    }
+    w.sim.settle();
+    w.sim.advance(Duration::from_secs(60));
+    result
 }
 
-impl Steps for World {
-    /// Runs `op` once with `fault` on its first write, then retries it without faults
-    /// while its outcome is unknown, as the supervisor does.
-    fn run(
-        &self,
-        object: &ObjectRef,
-        op: Op,
-        k: u64,
-        fault: &Option<FaultAction>,
-    ) -> dispatch_core::Result<()> {
-        if let Some(action) = fault {
-            self.sim
-                .add_fault(Fault::on("update", "trainjobs", action.clone()).named(&object.name));
+fn call(w: &World, object: &ObjectRef, op: Op, k: u64) -> dispatch_core::Result<()> {
+    let b = &w.backend;
+    w.runtime.block_on(async {
+        match op {
+            Op::Open => b.open(&hold_cx(), object).await,
+            Op::Hold => b.hold(&hold_cx(), object, k).await,
+            Op::Release | Op::ReleaseStale => b.release(&hold_cx(), object, k).await,
         }
-        let mut result = self.call(object, op, k);
-        self.sim.clear_faults();
-        while matches!(&result, Err(e) if e.is(Kind::OutcomeUnknown)) {
-            result = self.call(object, op, k);
-        }
-        self.sim.settle();
-        self.sim.advance(Duration::from_secs(60));
-        result
-    }
+    })
+}
 
-    fn call(&self, object: &ObjectRef, op: Op, k: u64) -> dispatch_core::Result<()> {
-        let b = &self.backend;
-        self.runtime.block_on(async {
-            match op {
-                Op::Open => b.open(&hold_cx(), object).await,
-                Op::Hold => b.hold(&hold_cx(), object, k).await,
-                Op::Release | Op::ReleaseStale => b.release(&hold_cx(), object, k).await,
-            }
-        })
-    }
-
-    /// The hold instance and admission count the TrainJob holds.
-    fn held(&self, object: &ObjectRef) -> (Option<u64>, u64) {
-        let tj = self.sim.get("trainjobs", NS, &object.name).unwrap();
-        let annotation = |k: &str| tj["metadata"]["annotations"][k].as_str().map(str::to_owned);
-        let instance = annotation(keys::ANN_HOLD_INSTANCE).map(|v| v.parse().unwrap());
-        let admission = annotation(keys::ANN_ADMISSION).map_or(0, |v| v.parse().unwrap());
-        (instance, admission)
-    }
+/// The hold instance and admission count the TrainJob holds.
+fn held(w: &World, object: &ObjectRef) -> (Option<u64>, u64) {
+    let tj = w.sim.get("trainjobs", NS, &object.name).unwrap();
+    let annotation = |k: &str| tj["metadata"]["annotations"][k].as_str().map(str::to_owned);
+    let instance = annotation(keys::ANN_HOLD_INSTANCE).map(|v| v.parse().unwrap());
+    let admission = annotation(keys::ANN_ADMISSION).map_or(0, |v| v.parse().unwrap());
+    (instance, admission)
 }
 
 proptest! {
@@ -127,7 +111,7 @@ proptest! {
                 Op::ReleaseStale => expected.granted + 100,
                 Op::Open => 0,
             };
-            let result = w.run(&object, *op, k, fault);
+            let result = run(w, &object, *op, k, fault);
             match (op, expected.instance) {
                 (Op::Open, _) => {
                     prop_assert!(result.is_ok(), "{:?}", result);
@@ -152,7 +136,7 @@ proptest! {
                     prop_assert!(result.is_ok(), "a retried or needless Release succeeds: {:?}", result);
                 }
             }
-            prop_assert_eq!(w.held(&object), (expected.instance, expected.admission), "after {:?} with {:?}", op, fault);
+            prop_assert_eq!(held(w, &object), (expected.instance, expected.admission), "after {:?} with {:?}", op, fault);
         }
     }
 }
