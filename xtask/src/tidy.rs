@@ -9,6 +9,8 @@
 //! - each rule in one place: dispatch's label and annotation keys are spelled only in
 //!   the model's `keys.rs`, and the object-name prefix only in its `names.rs`;
 //! - in `dispatch-kf`, only `edge.rs` reads the clock or draws randomness;
+//! - `dispatch-kf` reaches the apiserver only through `dispatch-kf-client`: it
+//!   depends on no Kubernetes client crate (kube, k8s-openapi, hyper, http);
 //! - no `.rs` file cites a reference page kept outside the repository (`seeds/*.txt`,
 //!   `spec/*.md`): the source reads with the repository alone;
 //! - every `docs/<page>.md` or `docs/<page>.md#<anchor>` a `.rs` file cites names a page
@@ -77,22 +79,48 @@ fn every_rust_file_starts_with_a_module_doc() {
     assert!(missing.is_empty(), "files without a leading //! doc:\n{}", missing.join("\n"));
 }
 
+/// The names in `krate`'s `[dependencies]` (not its dev-dependencies).
+fn dependencies(krate: &str) -> Vec<String> {
+    let manifest = project_root().join("crates").join(krate).join("Cargo.toml");
+    let text = fs::read_to_string(&manifest).unwrap();
+    let deps = text.split("\n[dependencies]").nth(1).unwrap_or("");
+    let deps = deps.split("\n[").next().unwrap_or("");
+    let names = deps.lines().map(|line| line.split(['=', '.', ' ']).next().unwrap_or("").trim());
+    names.filter(|n| !n.is_empty() && !n.starts_with('#')).map(str::to_owned).collect()
+}
+
+/// Whether `name` is one of `families`' crates: `tokio-util` is `tokio`.
+fn of_family(name: &str, families: &[&str]) -> bool {
+    families.iter().any(|f| name == *f || name.strip_prefix(f).is_some_and(|r| r.starts_with('-')))
+}
+
 #[test]
 fn pure_crates_have_no_io_dependencies() {
     for krate in PURE_CRATES {
-        let manifest = project_root().join("crates").join(krate).join("Cargo.toml");
-        let text = fs::read_to_string(&manifest).unwrap();
-        let deps = text.split("[dependencies]").nth(1).unwrap_or("");
-        let deps = deps.split("\n[").next().unwrap_or("");
-        for line in deps.lines() {
-            let name = line.split(['=', '.', ' ']).next().unwrap_or("").trim();
-            // A family's crates count as the family: `tokio-util` is `tokio`.
-            let forbidden = FORBIDDEN_IN_PURE
-                .iter()
-                .any(|f| name == *f || name.strip_prefix(f).is_some_and(|r| r.starts_with('-')));
+        for name in dependencies(krate) {
+            let forbidden = of_family(&name, &FORBIDDEN_IN_PURE);
             assert!(!forbidden, "{krate} depends on {name}, which does I/O or reads the clock");
         }
     }
+}
+
+/// The Backend talks to the apiserver only through `dispatch-kf-client`, in the model's
+/// types: it depends on no Kubernetes client crate and names none in its source.
+#[test]
+fn the_backend_reaches_the_apiserver_only_through_the_client() {
+    const CLIENT_FAMILIES: [&str; 4] = ["kube", "k8s-openapi", "hyper", "http"];
+    for name in dependencies("dispatch-kf") {
+        assert!(!of_family(&name, &CLIENT_FAMILIES), "dispatch-kf depends on {name}");
+    }
+    let dir = project_root().join("crates/dispatch-kf/src");
+    let named: Vec<String> = library_sources(&dir)
+        .into_iter()
+        .flat_map(|(path, text)| {
+            let lines = code_lines_with(&text, &["kube::", "k8s_openapi::"]);
+            lines.into_iter().map(move |l| format!("{}: {l}", shown(&path)))
+        })
+        .collect();
+    assert!(named.is_empty(), "dispatch-kf names a client crate:\n{}", named.join("\n"));
 }
 
 #[test]

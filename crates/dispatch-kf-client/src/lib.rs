@@ -22,6 +22,6 @@ pub use error_map::{Case, Outcome, RequestClass};
 pub use objects::{CONFLICT_TRIES, Created, Deleted, LIST_RESTARTS, Objects};
 pub use probe::Permission;
 pub use resources::Resource;
-pub use snapshot::{JobQuery, view};
+pub use snapshot::JobQuery;
 pub use streams::{Change, DEAD_WATCHES, WATCH_TIMEOUT};
 pub use transport::redacted;

@@ -4,10 +4,15 @@
 //! eight tries in all.
 
 use dispatch_core::{CallContext, Error, Kind, Result};
+use dispatch_kf_model::answer::{self, Listed};
+use dispatch_kf_model::json;
+use dispatch_kf_model::view::View;
 use kube::api::{
-    Api, DeleteParams, DynamicObject, ListParams, ObjectList, PartialObjectMeta, Patch,
-    PatchParams, PostParams, Preconditions, PropagationPolicy,
+    DeleteParams, DynamicObject, GetParams, ListParams, Patch, PatchParams, PostParams,
+    Preconditions, PropagationPolicy,
 };
+use kube::core::Request;
+use serde_json::Value;
 
 use crate::cluster::{Cluster, Failed};
 use crate::error_map::{Case, RequestClass};
@@ -25,9 +30,9 @@ pub const CONFLICT_TRIES: usize = 8;
 #[must_use]
 pub enum Created {
     /// This create made the object: as the apiserver returned it.
-    Made(DynamicObject),
+    Made(Value),
     /// An object of the name already existed: as it was read just after.
-    Exists(DynamicObject),
+    Exists(Value),
 }
 
 /// What a delete answered.
@@ -44,6 +49,11 @@ pub enum Deleted {
 }
 
 /// Requests on one kind, in one namespace (or cluster-wide for cluster-scoped kinds).
+///
+/// Whole objects travel as the model's JSON (`serde_json::Value`: what render makes,
+/// the gates edit and read-back compares); what classification reads comes as the
+/// model's views, read from the answer's bytes by [`dispatch_kf_model::answer`].
+/// Either way an answer is decoded once, from its bytes.
 pub struct Objects<'a> {
     cluster: &'a Cluster,
     pub(crate) resource: Resource,
@@ -63,12 +73,10 @@ impl Objects<'_> {
         self.cluster
     }
 
-    pub(crate) fn api(&self, client: kube::Client) -> Api<DynamicObject> {
+    /// kube's request builder for the collection's URL.
+    pub(crate) fn request(&self) -> Request {
         let ar = self.resource.api_resource();
-        match &self.namespace {
-            Some(ns) => Api::namespaced_with(client, ns, &ar),
-            None => Api::all_with(client, &ar),
-        }
+        Request::new(<DynamicObject as kube::Resource>::url_path(&ar, self.namespace.as_deref()))
     }
 
     /// `get TrainJob training/dj-...`: how a request is named in messages.
@@ -79,81 +87,102 @@ impl Objects<'_> {
         }
     }
 
-    /// Gets one object; a missing one is `NotFound`.
-    pub async fn get(&self, cx: &CallContext, name: &str) -> Result<DynamicObject> {
-        let what = self.what("get", name);
+    /// Sends the request `build` makes, classified as `class`, and decodes the
+    /// answer's bytes with `decode`: an answer that cannot be read is classified as
+    /// kube's own decoding failures are.
+    async fn send<T>(
+        &self,
+        cx: &CallContext,
+        class: RequestClass,
+        what: &str,
+        build: impl FnOnce(
+            &Request,
+        )
+            -> std::result::Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+        decode: impl FnOnce(&[u8]) -> serde_json::Result<T>,
+    ) -> std::result::Result<T, Failed> {
+        let request = build(&self.request()).map_err(kube::Error::BuildRequest);
         self.cluster
-            .call(cx, RequestClass::Read, &what, |c| async move { self.api(c).get(name).await })
+            .call_case(cx, class, what, |client| async move {
+                let text = client.request_text(request?).await?;
+                decode(text.as_bytes()).map_err(kube::Error::SerdeError)
+            })
             .await
     }
 
-    /// Gets one object, or `None` when there is none.
-    pub async fn get_opt(&self, cx: &CallContext, name: &str) -> Result<Option<DynamicObject>> {
-        match self.get(cx, name).await {
-            Err(e) if e.is(Kind::NotFound) => Ok(None),
-            other => other.map(Some),
-        }
+    /// Gets one object whole; a missing one is `NotFound`.
+    pub async fn get(&self, cx: &CallContext, name: &str) -> Result<Value> {
+        let what = self.what("get", name);
+        let build = |r: &Request| r.get(name, &GetParams::default());
+        self.send(cx, RequestClass::Read, &what, build, whole).await.map_err(|f| f.error)
     }
 
-    /// Lists the objects matching `selector` (empty: all), restarting from scratch up
-    /// to [`LIST_RESTARTS`] times when the resource version expires.
-    pub async fn list(
-        &self,
-        cx: &CallContext,
-        selector: &str,
-    ) -> Result<ObjectList<DynamicObject>> {
+    /// Gets one object whole, or `None` when there is none.
+    pub async fn get_opt(&self, cx: &CallContext, name: &str) -> Result<Option<Value>> {
+        absent_as_none(self.get(cx, name).await)
+    }
+
+    /// Gets what classification reads of one object, or `None` when there is none.
+    pub async fn get_view(&self, cx: &CallContext, name: &str) -> Result<Option<View>> {
+        let what = self.what("get", name);
+        let build = |r: &Request| r.get(name, &GetParams::default());
+        let got = self.send(cx, RequestClass::Read, &what, build, answer::read_object).await;
+        absent_as_none(got.map_err(|f| f.error))
+    }
+
+    /// Lists what classification reads of the objects matching `selector` (empty:
+    /// all), restarting from scratch up to [`LIST_RESTARTS`] times when the resource
+    /// version expires.
+    pub async fn list(&self, cx: &CallContext, selector: &str) -> Result<Listed> {
         let params = ListParams::default().labels(selector);
-        self.listing(cx, "list", selector, params, |api, p| async move { api.list(&p).await }).await
+        let kind = self.resource.kind;
+        self.listing(cx, "list", selector, |r| r.list(&params), |b| answer::read_list(kind, b))
+            .await
+    }
+
+    /// Lists the objects matching `selector` whole, restarting as [`Objects::list`] does.
+    pub async fn list_whole(&self, cx: &CallContext, selector: &str) -> Result<Vec<Value>> {
+        let params = ListParams::default().labels(selector);
+        self.listing(cx, "list", selector, |r| r.list(&params), json::list_items).await
     }
 
     /// Lists only the metadata of the objects matching `selector`, restarting as
     /// [`Objects::list`] does: the bytes read stay small when only names are needed.
-    pub async fn list_metadata(
-        &self,
-        cx: &CallContext,
-        selector: &str,
-    ) -> Result<ObjectList<PartialObjectMeta<DynamicObject>>> {
+    pub async fn list_metadata(&self, cx: &CallContext, selector: &str) -> Result<Listed> {
         let params = ListParams::default().labels(selector);
-        self.listing(cx, "list metadata of", selector, params, |api, p| async move {
-            api.list_metadata(&p).await
-        })
-        .await
+        let kind = self.resource.kind;
+        let build = |r: &Request| r.list_metadata(&params);
+        self.listing(cx, "list metadata of", selector, build, |b| answer::read_list(kind, b)).await
     }
 
     /// The collection's current resource version, read cheaply (one item of
     /// metadata), to start a watch from.
     pub async fn current_version(&self, cx: &CallContext, selector: &str) -> Result<String> {
         let params = ListParams::default().labels(selector).limit(1);
-        let list = self
-            .listing(cx, "read the resource version of", selector, params, |api, p| async move {
-                api.list_metadata(&p).await
-            })
-            .await?;
-        Ok(list.metadata.resource_version.unwrap_or_default())
+        let kind = self.resource.kind;
+        let build = |r: &Request| r.list_metadata(&params);
+        let verb = "read the resource version of";
+        let list = self.listing(cx, verb, selector, build, |b| answer::read_list(kind, b)).await?;
+        Ok(list.resource_version)
     }
 
     /// One list request, classified, restarted from scratch up to [`LIST_RESTARTS`]
     /// times when its resource version expired (410), then `Unreachable`.
-    async fn listing<T, F, Fut>(
+    async fn listing<T>(
         &self,
         cx: &CallContext,
         verb: &str,
         selector: &str,
-        params: ListParams,
-        list: F,
-    ) -> Result<T>
-    where
-        F: Fn(Api<DynamicObject>, ListParams) -> Fut,
-        Fut: Future<Output = kube::Result<T>>,
-    {
+        build: impl Fn(
+            &Request,
+        )
+            -> std::result::Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+        decode: impl Fn(&[u8]) -> serde_json::Result<T>,
+    ) -> Result<T> {
         let what = self.what(verb, &format!("-l {selector:?}"));
         let mut restarts = 0;
         loop {
-            let result = self
-                .cluster
-                .call_case(cx, RequestClass::Read, &what, |c| list(self.api(c), params.clone()))
-                .await;
-            match result {
+            match self.send(cx, RequestClass::Read, &what, &build, &decode).await {
                 Ok(list) => return Ok(list),
                 Err(Failed { case: Case::Expired, .. }) if restarts < LIST_RESTARTS => {
                     restarts += 1
@@ -167,7 +196,7 @@ impl Objects<'_> {
     }
 
     /// Creates `object`; a name that exists is `Rejected`.
-    pub async fn create(&self, cx: &CallContext, object: &DynamicObject) -> Result<DynamicObject> {
+    pub async fn create(&self, cx: &CallContext, object: &Value) -> Result<Value> {
         self.create_case(cx, object).await.map_err(|f| f.error)
     }
 
@@ -175,19 +204,15 @@ impl Objects<'_> {
     /// AlreadyExists: [`Created::Exists`]. Every other failure, a 422 or a 400 among
     /// them, is an error with its sentinel. An object that existed at the create but
     /// is gone when read was deleted meanwhile: the create was refused, `Rejected`.
-    pub async fn create_or_read(
-        &self,
-        cx: &CallContext,
-        object: &DynamicObject,
-    ) -> Result<Created> {
-        let name = object.metadata.name.clone().unwrap_or_default();
+    pub async fn create_or_read(&self, cx: &CallContext, object: &Value) -> Result<Created> {
+        let name = json::name(object);
         match self.create_case(cx, object).await {
             Ok(made) => Ok(Created::Made(made)),
-            Err(Failed { case: Case::AlreadyExists, error }) => match self.get_opt(cx, &name).await? {
+            Err(Failed { case: Case::AlreadyExists, error }) => match self.get_opt(cx, name).await? {
                 Some(existing) => Ok(Created::Exists(existing)),
                 None => Err(Error::rejected(format!(
                     "{}: the name existed, and its object was gone when read: it was deleted meanwhile",
-                    self.what("create", &name)
+                    self.what("create", name)
                 ))
                 .with_source(error)),
             },
@@ -198,15 +223,11 @@ impl Objects<'_> {
     async fn create_case(
         &self,
         cx: &CallContext,
-        object: &DynamicObject,
-    ) -> std::result::Result<DynamicObject, Failed> {
-        let name = object.metadata.name.clone().unwrap_or_default();
-        let what = self.what("create", &name);
-        self.cluster
-            .call_case(cx, RequestClass::Write, &what, |c| async move {
-                self.api(c).create(&PostParams::default(), object).await
-            })
-            .await
+        object: &Value,
+    ) -> std::result::Result<Value, Failed> {
+        let what = self.what("create", json::name(object));
+        let build = |r: &Request| r.create(&PostParams::default(), body(object));
+        self.send(cx, RequestClass::Write, &what, build, whole).await
     }
 
     /// Replaces `object`, which carries the resource version it was read at: a stale
@@ -215,8 +236,8 @@ impl Objects<'_> {
         &self,
         cx: &CallContext,
         class: RequestClass,
-        object: &DynamicObject,
-    ) -> Result<DynamicObject> {
+        object: &Value,
+    ) -> Result<Value> {
         self.replace_case(cx, class, object).await.map_err(|f| f.error)
     }
 
@@ -224,15 +245,12 @@ impl Objects<'_> {
         &self,
         cx: &CallContext,
         class: RequestClass,
-        object: &DynamicObject,
-    ) -> std::result::Result<DynamicObject, Failed> {
-        let name = object.metadata.name.clone().unwrap_or_default();
-        let what = self.what("update", &name);
-        self.cluster
-            .call_case(cx, class, &what, |c| async move {
-                self.api(c).replace(&name, &PostParams::default(), object).await
-            })
-            .await
+        object: &Value,
+    ) -> std::result::Result<Value, Failed> {
+        let name = json::name(object);
+        let what = self.what("update", name);
+        let build = |r: &Request| r.replace(name, &PostParams::default(), body(object));
+        self.send(cx, class, &what, build, whole).await
     }
 
     /// Applies a JSON merge patch to `name`.
@@ -241,8 +259,8 @@ impl Objects<'_> {
         cx: &CallContext,
         class: RequestClass,
         name: &str,
-        patch: &serde_json::Value,
-    ) -> Result<DynamicObject> {
+        patch: &Value,
+    ) -> Result<Value> {
         self.patch(cx, class, name, Patch::Merge(patch)).await
     }
 
@@ -253,8 +271,8 @@ impl Objects<'_> {
         cx: &CallContext,
         class: RequestClass,
         name: &str,
-        patch: &serde_json::Value,
-    ) -> Result<DynamicObject> {
+        patch: &Value,
+    ) -> Result<Value> {
         let ops: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|e| {
             Error::invalid(format!(
                 "{}: the JSON patch is malformed: {e}",
@@ -271,13 +289,10 @@ impl Objects<'_> {
         class: RequestClass,
         name: &str,
         patch: Patch<P>,
-    ) -> Result<DynamicObject> {
+    ) -> Result<Value> {
         let what = self.what("patch", name);
-        self.cluster
-            .call(cx, class, &what, |c| async move {
-                self.api(c).patch(name, &PatchParams::default(), &patch).await
-            })
-            .await
+        let build = |r: &Request| r.patch(name, &PatchParams::default(), &patch);
+        self.send(cx, class, &what, build, whole).await.map_err(|f| f.error)
     }
 
     /// Deletes `name` in the background (the garbage collector removes its dependents
@@ -291,13 +306,10 @@ impl Objects<'_> {
                 .map(|uid| Preconditions { uid: Some(uid.to_owned()), resource_version: None }),
             ..DeleteParams::default()
         };
-        let result = self
-            .cluster
-            .call_case(cx, RequestClass::Write, &what, |c| async move {
-                self.api(c).delete(name, &params).await.map(drop)
-            })
-            .await;
-        match result {
+        let build = |r: &Request| r.delete(name, &params);
+        // The answer (the object, or a Status) is not needed: any 2xx is deleted.
+        let ignore = |_: &[u8]| Ok(());
+        match self.send(cx, RequestClass::Write, &what, build, ignore).await {
             Ok(()) => Ok(Deleted::Deleted),
             Err(Failed { case: Case::Conflict, .. }) => Ok(Deleted::PreconditionFailed),
             Err(Failed { error, .. }) if error.is(Kind::NotFound) => Ok(Deleted::Gone),
@@ -314,8 +326,8 @@ impl Objects<'_> {
         cx: &CallContext,
         class: RequestClass,
         name: &str,
-        mut edit: impl FnMut(&mut DynamicObject) -> Result<Edit>,
-    ) -> Result<DynamicObject> {
+        mut edit: impl FnMut(&mut Value) -> Result<Edit>,
+    ) -> Result<Value> {
         let learn = || std::future::ready(Ok(()));
         self.read_learn_modify_write(cx, class, name, learn, |object, ()| edit(object)).await
     }
@@ -330,8 +342,8 @@ impl Objects<'_> {
         class: RequestClass,
         name: &str,
         mut learn: L,
-        mut edit: impl FnMut(&mut DynamicObject, S) -> Result<Edit>,
-    ) -> Result<DynamicObject>
+        mut edit: impl FnMut(&mut Value, S) -> Result<Edit>,
+    ) -> Result<Value>
     where
         L: FnMut() -> Fut,
         Fut: Future<Output = Result<S>>,
@@ -355,6 +367,24 @@ impl Objects<'_> {
             "{}: a conflict: the object kept changing, {CONFLICT_TRIES} tries",
             self.what("update", name)
         )))
+    }
+}
+
+/// An answer that is one object, read whole.
+fn whole(bytes: &[u8]) -> serde_json::Result<Value> {
+    serde_json::from_slice(bytes)
+}
+
+/// A request's body: the object as JSON. Serializing a `Value` cannot fail.
+fn body(object: &Value) -> Vec<u8> {
+    serde_json::to_vec(object).unwrap_or_default()
+}
+
+/// A read that found nothing: `None`.
+fn absent_as_none<T>(read: Result<T>) -> Result<Option<T>> {
+    match read {
+        Err(e) if e.is(Kind::NotFound) => Ok(None),
+        other => other.map(Some),
     }
 }
 

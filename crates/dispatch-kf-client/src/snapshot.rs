@@ -9,13 +9,11 @@
 //! by the job-id label and by JobSet's jobset-name label, Workloads by the UIDs of the
 //! TrainJobs, Nodes by a get each, concurrently, only when the adapter may read them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use dispatch_core::{CallContext, JobId, Kind, Result};
-use dispatch_kf_model::object::RawObject;
+use dispatch_core::{CallContext, JobId, Result};
 use dispatch_kf_model::view::View;
 use dispatch_kf_model::{Mode, Snapshot, keys, names};
-use kube::api::DynamicObject;
 
 use crate::cluster::Cluster;
 use crate::objects::Objects;
@@ -38,8 +36,9 @@ impl Cluster {
     /// Reads one snapshot of `query.job`'s objects.
     pub async fn read_job(&self, cx: &CallContext, query: JobQuery<'_>) -> Result<Snapshot> {
         let by_label = format!("{}={}", keys::LABEL_JOB_ID, query.job);
-        let mine = |name: &str, labels: &BTreeMap<String, String>| {
-            names::is_of_job(query.job, name, labels.get(keys::LABEL_JOB_ID).map(String::as_str))
+        let mine = |view: &View| {
+            let meta = view.meta();
+            names::is_of_job(query.job, meta.name(), meta.label(keys::LABEL_JOB_ID))
         };
         let ns = query.namespace;
         let (tj, js, rt, pod) = (
@@ -58,11 +57,10 @@ impl Cluster {
         )?;
         let train_jobs = tj.of_job(cx, &by_label, &mine).await?;
 
-        let mut snapshot = Snapshot::default();
         let job_set_names: BTreeSet<String> =
-            train_jobs.iter().chain(&job_sets).filter_map(|o| o.metadata.name.clone()).collect();
+            train_jobs.iter().chain(&job_sets).map(|o| o.meta().name().to_owned()).collect();
         let train_job_uids: BTreeSet<String> =
-            train_jobs.iter().filter_map(|o| o.metadata.uid.clone()).collect();
+            train_jobs.iter().map(|o| o.meta().uid().to_owned()).collect();
         let (jobset_pods, workloads) = futures::try_join!(
             self.list_in(cx, POD, ns, keys::JOBSET_NAME, &job_set_names),
             async {
@@ -75,31 +73,22 @@ impl Cluster {
             },
         )?;
 
+        let mut snapshot = Snapshot::default();
         let mut seen_pods = BTreeSet::new();
-        let pods: Vec<DynamicObject> = labelled_pods
-            .items
-            .into_iter()
-            .chain(jobset_pods)
-            .filter(|p| seen_pods.insert(p.metadata.uid.clone()))
-            .collect();
-        let node_names: BTreeSet<String> = pods
-            .iter()
-            .filter_map(|p| p.data.pointer("/spec/nodeName")?.as_str().map(str::to_owned))
-            .collect();
-        let nodes =
-            if query.nodes_readable { self.nodes(cx, &node_names).await? } else { Vec::new() };
-
-        for (resource, objects) in [
-            (TRAIN_JOB, train_jobs),
-            (JOB_SET, job_sets),
-            (TRAINING_RUNTIME, runtimes),
-            (POD, pods),
-            (WORKLOAD, workloads),
-            (NODE, nodes),
-        ] {
-            for object in objects {
-                snapshot.push(view(resource, object));
+        for pod in labelled_pods.items.into_iter().chain(jobset_pods) {
+            if seen_pods.insert(pod.meta().uid().to_owned()) {
+                snapshot.push(pod);
             }
+        }
+        let node_names: BTreeSet<String> =
+            snapshot.pods.iter().filter_map(|p| p.node_name.get()).map(str::to_owned).collect();
+        if query.nodes_readable {
+            for node in self.nodes(cx, &node_names).await? {
+                snapshot.push(node);
+            }
+        }
+        for view in train_jobs.into_iter().chain(job_sets).chain(runtimes).chain(workloads) {
+            snapshot.push(view);
         }
         Ok(snapshot)
     }
@@ -112,7 +101,7 @@ impl Cluster {
         namespace: &str,
         label: &str,
         values: &BTreeSet<String>,
-    ) -> Result<Vec<DynamicObject>> {
+    ) -> Result<Vec<View>> {
         if values.is_empty() {
             return Ok(Vec::new());
         }
@@ -122,13 +111,9 @@ impl Cluster {
     }
 
     /// Each named Node, read concurrently; a Node that is gone is left out.
-    async fn nodes(
-        &self,
-        cx: &CallContext,
-        names: &BTreeSet<String>,
-    ) -> Result<Vec<DynamicObject>> {
+    async fn nodes(&self, cx: &CallContext, names: &BTreeSet<String>) -> Result<Vec<View>> {
         let nodes = self.objects(NODE, "");
-        let reads = names.iter().map(|name| nodes.get_opt(cx, name));
+        let reads = names.iter().map(|name| nodes.get_view(cx, name));
         let found = futures::future::try_join_all(reads).await?;
         Ok(found.into_iter().flatten().collect())
     }
@@ -140,35 +125,18 @@ impl Objects<'_> {
         &self,
         cx: &CallContext,
         by_label: &str,
-        mine: &(dyn Fn(&str, &BTreeMap<String, String>) -> bool + Sync),
-    ) -> Result<Vec<DynamicObject>> {
+        mine: &(dyn Fn(&View) -> bool + Sync),
+    ) -> Result<Vec<View>> {
         let (names, labelled) =
             futures::try_join!(self.list_metadata(cx, ""), self.list(cx, by_label))?;
         let mut found = labelled.items;
-        let have: BTreeSet<String> = found.iter().filter_map(|o| o.metadata.name.clone()).collect();
+        let have: BTreeSet<String> = found.iter().map(|o| o.meta().name().to_owned()).collect();
         for meta in names.items {
-            let name = meta.metadata.name.clone().unwrap_or_default();
-            let labels = meta.metadata.labels.clone().unwrap_or_default();
-            if !have.contains(&name) && mine(&name, &labels) {
-                match self.get(cx, &name).await {
-                    Ok(object) => found.push(object),
-                    // Deleted between the two reads: it is simply gone.
-                    Err(e) if e.is(Kind::NotFound) => {}
-                    Err(e) => return Err(e),
-                }
+            if !have.contains(meta.meta().name()) && mine(&meta) {
+                // Deleted between the two reads: it is simply gone.
+                found.extend(self.get_view(cx, meta.meta().name()).await?);
             }
         }
         Ok(found)
     }
-}
-
-/// The model's view of one object read from the apiserver. A list's items carry no
-/// `kind`, so the kind is put back before the model reads it.
-pub fn view(resource: Resource, object: DynamicObject) -> View {
-    let mut value = serde_json::to_value(object).unwrap_or_default();
-    if let Some(map) = value.as_object_mut() {
-        map.insert("kind".into(), resource.kind.into());
-        map.insert("apiVersion".into(), resource.api_version().into());
-    }
-    serde_json::from_value::<RawObject>(value).map(View::from).unwrap_or(View::Other)
 }

@@ -8,10 +8,11 @@
 use std::time::{Duration, Instant};
 
 use dispatch_core::{CallContext, Error, Result};
+use dispatch_kf_model::view::View;
 use futures::stream::BoxStream;
 use futures::{AsyncReadExt, Stream, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DynamicObject, LogParams, WatchEvent, WatchParams};
+use kube::api::{Api, LogParams, WatchEvent, WatchParams};
 
 use crate::cluster::Cluster;
 use crate::error_map::RequestClass;
@@ -21,10 +22,10 @@ use crate::resources::Resource;
 /// One change seen by a watch.
 #[derive(Clone, Debug)]
 pub enum Change {
-    /// An object was added or modified: its new state.
-    Applied(DynamicObject),
-    /// An object was deleted: its last state.
-    Deleted(DynamicObject),
+    /// An object was added or modified: what classification reads of its new state.
+    Applied(View),
+    /// An object was deleted: what classification reads of its last state.
+    Deleted(View),
     /// The watch's resource version expired (410) and it resumed from the collection's
     /// current one: changes in between were missed, so read everything again.
     Resumed,
@@ -41,7 +42,7 @@ pub const DEAD_WATCHES: u32 = 3;
 /// The most a log read returns at once.
 const LOG_CHUNK: usize = 64 * 1024;
 
-type Events = BoxStream<'static, kube::Result<WatchEvent<DynamicObject>>>;
+type Events = BoxStream<'static, kube::Result<WatchEvent<View>>>;
 
 impl Objects<'_> {
     /// Watches the objects matching `selector` from `resource_version`, for as long as
@@ -107,12 +108,12 @@ impl Watch {
         let what = objects.what("watch", &format!("-l {:?}", self.selector));
         let timeout = u32::try_from(self.cluster.watch_timeout().as_secs()).unwrap_or(290).max(1);
         let params = WatchParams::default().labels(&self.selector).timeout(timeout);
-        let version = self.version.clone();
+        let request = objects.request().watch(&params, &self.version);
         let events = self
             .cluster
-            .call(&self.bounded(), RequestClass::Read, &what, |client| {
-                let api = objects.api(client);
-                async move { api.watch(&params, &version).await }
+            .call(&self.bounded(), RequestClass::Read, &what, |client| async move {
+                // Each event's object is read straight into its view.
+                client.request_events::<View>(request.map_err(kube::Error::BuildRequest)?).await
             })
             .await?;
         Ok(events.boxed())
@@ -201,9 +202,9 @@ impl Watch {
         ))))
     }
 
-    fn saw(&mut self, object: &DynamicObject) {
-        if let Some(v) = &object.metadata.resource_version {
-            self.version.clone_from(v);
+    fn saw(&mut self, object: &View) {
+        if let Some(v) = object.meta().resource_version.get() {
+            self.version = v.to_owned();
         }
         self.dead = 0;
     }
@@ -332,7 +333,7 @@ impl Log {
         match pods.get_opt(&cx, &self.name).await {
             Ok(Some(pod))
                 if !matches!(
-                    pod.data["status"]["phase"].as_str(),
+                    pod.pointer("/status/phase").and_then(serde_json::Value::as_str),
                     Some("Succeeded" | "Failed")
                 ) =>
             {

@@ -9,10 +9,10 @@ use dispatch_kf_client::{
     CONFLICT_TRIES, Change, Cluster, ClusterConfig, Created, Deleted, Edit, LIST_RESTARTS,
     Permission, RequestClass, Resource,
 };
+use dispatch_kf_model::json::uid;
 use dispatch_kf_sim::{Fault, FaultAction, Identity, Rule, Sim, SimOptions};
 use futures::StreamExt;
-use kube::api::DynamicObject;
-use serde_json::json;
+use serde_json::{Value, json};
 
 const NS: &str = "default";
 
@@ -43,12 +43,12 @@ fn cx() -> CallContext {
 }
 
 /// A ConfigMap-like object of `resource`; the client does not care what it holds.
-fn object(resource: Resource, name: &str) -> DynamicObject {
-    let mut o = DynamicObject::new(name, &resource.api_resource());
+fn object(resource: Resource, name: &str) -> Value {
+    let mut o = json!({"apiVersion": resource.api_version(), "kind": resource.kind,
+                       "metadata": {"name": name}, "spec": {"x": 1}});
     if resource.namespaced {
-        o = o.within(NS);
+        o["metadata"]["namespace"] = NS.into();
     }
-    o.data = json!({"spec": {"x": 1}});
     o
 }
 
@@ -92,7 +92,7 @@ async fn only_already_exists_answers_exists_and_a_refused_create_stays_refused()
         panic!("the first create makes the object")
     };
     match cms.create_or_read(&cx(), &object(CONFIG_MAP, "a")).await.unwrap() {
-        Created::Exists(existing) => assert_eq!(existing.metadata.uid, made.metadata.uid),
+        Created::Exists(existing) => assert_eq!(uid(&existing), uid(&made)),
         Created::Made(_) => panic!("a second create of the name cannot make it"),
     }
     sim.add_fault(Fault::on("create", "configmaps", Fault::status(422, "Invalid", "data: bad")));
@@ -108,7 +108,7 @@ async fn a_write_whose_precondition_failed_is_a_rejected_conflict() {
     let cms = c.objects(CONFIG_MAP, NS);
     let stale = cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
     let mut fresh = stale.clone();
-    fresh.data["data"] = json!({"k": "1"});
+    fresh["data"] = json!({"k": "1"});
     cms.replace(&cx(), RequestClass::Write, &fresh).await.unwrap();
     let err = cms.replace(&cx(), RequestClass::Write, &stale).await.unwrap_err();
     assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
@@ -116,10 +116,7 @@ async fn a_write_whose_precondition_failed_is_a_rejected_conflict() {
     let answer = cms.delete(&cx(), "a", Some("not-the-uid")).await.unwrap();
     assert_eq!(answer, Deleted::PreconditionFailed);
     assert!(cms.get_opt(&cx(), "a").await.unwrap().is_some(), "nothing was deleted");
-    assert_eq!(
-        cms.delete(&cx(), "a", stale.metadata.uid.as_deref()).await.unwrap(),
-        Deleted::Deleted
-    );
+    assert_eq!(cms.delete(&cx(), "a", Some(uid(&stale))).await.unwrap(), Deleted::Deleted);
     assert_eq!(cms.delete(&cx(), "a", None).await.unwrap(), Deleted::Gone);
 }
 
@@ -225,10 +222,10 @@ async fn a_list_restarts_after_two_expiries_and_gives_up_after_four() {
     assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
 }
 
-async fn bump(c: &Cluster) -> dispatch_core::Result<DynamicObject> {
+async fn bump(c: &Cluster) -> dispatch_core::Result<Value> {
     c.objects(CONFIG_MAP, NS)
         .read_modify_write(&cx(), RequestClass::Write, "a", |o| {
-            o.data["data"] = json!({"n": "1"});
+            o["data"] = json!({"n": "1"});
             Ok(Edit::Write)
         })
         .await
@@ -241,7 +238,7 @@ async fn a_read_modify_write_survives_seven_conflicts_and_gives_up_at_eight() {
     c.objects(CONFIG_MAP, NS).create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
     let conflict = || Fault::status(409, "Conflict", "the object has been modified");
     sim.add_fault(Fault::on("update", "configmaps", conflict()).times(CONFLICT_TRIES as u32 - 1));
-    assert_eq!(bump(&c).await.unwrap().data["data"]["n"], "1");
+    assert_eq!(bump(&c).await.unwrap()["data"]["n"], "1");
     sim.add_fault(Fault::on("update", "configmaps", conflict()).times(CONFLICT_TRIES as u32));
     let err = bump(&c).await.unwrap_err();
     assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
@@ -277,7 +274,7 @@ async fn access_reviews_answer_from_the_identity_rules() {
 
 fn applied(change: Option<dispatch_core::Result<Change>>) -> String {
     match change {
-        Some(Ok(Change::Applied(o))) => o.metadata.name.unwrap_or_default(),
+        Some(Ok(Change::Applied(o))) => o.meta().name().to_owned(),
         other => panic!("{other:?}"),
     }
 }
@@ -289,14 +286,12 @@ async fn a_watch_yields_changes_and_resumes_when_its_version_expires() {
     let sim = sim().await;
     let c = cluster(&sim).await;
     let cms = c.objects(CONFIG_MAP, NS);
-    let rv = cms.list(&cx(), "").await.unwrap().metadata.resource_version.unwrap();
+    let rv = cms.list(&cx(), "").await.unwrap().resource_version;
     let mut watch = Box::pin(cms.watch(&cx(), "", &rv).await.unwrap());
     cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
     assert_eq!(cms.delete(&cx(), "a", None).await.unwrap(), Deleted::Deleted);
     assert_eq!(applied(watch.next().await), "a");
-    assert!(
-        matches!(watch.next().await, Some(Ok(Change::Deleted(o))) if o.metadata.name.as_deref() == Some("a"))
-    );
+    assert!(matches!(watch.next().await, Some(Ok(Change::Deleted(o))) if o.meta().name() == "a"));
 
     sim.add_fault(Fault::on("watch", "configmaps", FaultAction::ExpireWatch));
     let mut watch = Box::pin(cms.watch(&cx(), "", &rv).await.unwrap());
@@ -312,7 +307,7 @@ async fn a_watch_closed_by_the_server_resumes_from_its_last_version() {
     let sim = sim().await;
     let c = cluster(&sim).await;
     let cms = c.objects(CONFIG_MAP, NS);
-    let rv = cms.list(&cx(), "").await.unwrap().metadata.resource_version.unwrap();
+    let rv = cms.list(&cx(), "").await.unwrap().resource_version;
     let (call, token) = dispatch_kf_client::cancellable(cx());
     let mut watch = Box::pin(cms.watch(&call, "", &rv).await.unwrap());
     cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
@@ -348,7 +343,7 @@ async fn cluster_scoped_kinds_ignore_the_namespace() {
     let c = cluster(&sim).await;
     let runtimes = c.objects(CLUSTER_TRAINING_RUNTIME, NS);
     let mut rt = object(CLUSTER_TRAINING_RUNTIME, "torch");
-    rt.data = json!({"spec": {"template": {"spec": {"replicatedJobs": []}}}});
+    rt["spec"] = json!({"template": {"spec": {"replicatedJobs": []}}});
     runtimes.create(&cx(), &rt).await.unwrap();
     assert!(runtimes.get(&cx(), "torch").await.is_ok());
 }
@@ -359,13 +354,13 @@ async fn a_json_patch_applies_and_its_failed_test_is_rejected() {
     let c = cluster(&sim).await;
     let cms = c.objects(CONFIG_MAP, NS);
     let created = cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
-    let uid = created.metadata.uid.clone().unwrap();
+    let uid = uid(&created);
     let patch = json!([
         {"op": "test", "path": "/metadata/uid", "value": uid},
         {"op": "add", "path": "/data", "value": {"k": "v"}},
     ]);
     let patched = cms.patch_json(&cx(), RequestClass::Write, "a", &patch).await.unwrap();
-    assert_eq!(patched.data["data"]["k"], "v");
+    assert_eq!(patched["data"]["k"], "v");
     let stale = json!([{"op": "test", "path": "/metadata/uid", "value": "another"}]);
     let err = cms.patch_json(&cx(), RequestClass::Write, "a", &stale).await.unwrap_err();
     assert!(err.is_refusal(), "{err:?}");

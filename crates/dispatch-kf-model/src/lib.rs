@@ -5,6 +5,7 @@
 //! same inputs always give byte-identical objects and observations. Nothing here talks
 //! to a cluster: the client reads, this crate decides, the Backend composes the two.
 
+pub mod answer;
 pub mod capabilities;
 pub mod classify;
 pub mod dump;

@@ -36,6 +36,8 @@ pub struct Meta<S = String> {
     pub namespace: Text<S>,
     /// The UID.
     pub uid: Text<S>,
+    /// The resource version it was read at (a watch resumes from the last one seen).
+    pub resource_version: Text<S>,
     /// The labels.
     pub labels: StrMap<S>,
     /// The annotations.

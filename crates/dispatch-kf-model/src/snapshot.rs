@@ -51,7 +51,7 @@ impl<S: Str> Snapshot<S> {
             View::Pod(o) => self.pods.push(o),
             View::Node(o) => self.nodes.push(o),
             View::RuntimeCopy(o) => self.runtimes.push(o),
-            View::Other => {}
+            View::Other(_) => {}
         }
     }
 

@@ -104,8 +104,23 @@ pub enum View<S = String> {
     Node(Node<S>),
     /// A TrainingRuntime.
     RuntimeCopy(RuntimeCopy<S>),
-    /// Any other kind: not read.
-    Other,
+    /// Any other kind: only its metadata is read.
+    Other(Meta<S>),
+}
+
+impl<S> View<S> {
+    /// The object's metadata.
+    pub fn meta(&self) -> &Meta<S> {
+        match self {
+            View::TrainJob(TrainJob { meta, .. })
+            | View::JobSet(JobSet { meta, .. })
+            | View::Workload(Workload { meta, .. })
+            | View::Pod(Pod { meta, .. })
+            | View::Node(Node { meta, .. })
+            | View::RuntimeCopy(RuntimeCopy { meta })
+            | View::Other(meta) => meta,
+        }
+    }
 }
 
 impl<S: Str> From<RawObject<S>> for View<S> {
@@ -139,7 +154,7 @@ impl<S: Str> From<RawObject<S>> for View<S> {
                 View::Node(Node { meta, taints: spec.taints.0, conditions: status.conditions.0 })
             }
             Some("TrainingRuntime") => View::RuntimeCopy(RuntimeCopy { meta }),
-            _ => View::Other,
+            _ => View::Other(meta),
         }
     }
 }

@@ -18,7 +18,6 @@ use dispatch_kf_model::capabilities::{self, PreflightFacts, Writability};
 use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, prove_gate};
 use dispatch_kf_model::{Mode, Purpose, Settings, keys, probe_request};
 
-use crate::convert::to_value;
 use crate::{Inner, KubeflowBackend, edge};
 
 /// What Factory learned.
@@ -387,22 +386,15 @@ async fn prove_readmission_gate(
         return Ok(Err("kueue settings are missing".to_owned()));
     };
     let ns = &settings.namespace;
-    let local_queue =
-        cluster.objects(LOCAL_QUEUE, ns).get_opt(cx, &kueue.queue).await?.map(|o| to_value(&o));
+    let local_queue = cluster.objects(LOCAL_QUEUE, ns).get_opt(cx, &kueue.queue).await?;
     let cluster_queue = match local_queue.as_ref().and_then(cluster_queue_of) {
-        Some(cq) => cluster.objects(CLUSTER_QUEUE, ns).get_opt(cx, cq).await?.map(|o| to_value(&o)),
+        Some(cq) => cluster.objects(CLUSTER_QUEUE, ns).get_opt(cx, cq).await?,
         None => None,
     };
-    let admission_check = cluster
-        .objects(ADMISSION_CHECK, ns)
-        .get_opt(cx, &kueue.admission_check)
-        .await?
-        .map(|o| to_value(&o));
-    let lease = cluster
-        .objects(LEASE, &kueue.lease.namespace)
-        .get_opt(cx, &kueue.lease.name)
-        .await?
-        .map(|o| to_value(&o));
+    let admission_check =
+        cluster.objects(ADMISSION_CHECK, ns).get_opt(cx, &kueue.admission_check).await?;
+    let lease =
+        cluster.objects(LEASE, &kueue.lease.namespace).get_opt(cx, &kueue.lease.name).await?;
     let objects = GateObjects {
         local_queue: local_queue.as_ref(),
         cluster_queue: cluster_queue.as_ref(),

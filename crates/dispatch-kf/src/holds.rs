@@ -9,10 +9,9 @@ use dispatch_core::{
 use dispatch_kf_client::resources::{TRAIN_JOB, WORKLOAD};
 use dispatch_kf_client::{Cluster, RequestClass, Resource};
 use dispatch_kf_model::gates::{self, Edit, Situation};
-use dispatch_kf_model::{Mode, Snapshot, keys, ranks};
+use dispatch_kf_model::{Mode, Snapshot, json, keys, ranks};
 use serde_json::Value;
 
-use crate::convert::{from_value, to_value};
 use crate::refs::pick;
 use crate::{Inner, edge};
 
@@ -142,18 +141,13 @@ impl Call<'_> {
                 &target.name,
                 learn,
                 |current, situation| {
-                    if current.metadata.uid.as_deref() != Some(target.uid.as_str()) {
+                    if json::uid(current) != target.uid {
                         return Err(Error::not_found(format!(
                             "{} {} is now held by another UID than {}",
                             resource.kind, target.name, target.uid
                         )));
                     }
-                    let mut value = to_value(current);
-                    let edit = decide(&mut value, &situation)?;
-                    if edit == Edit::Write {
-                        *current = from_value(value)?;
-                    }
-                    Ok(edit)
+                    decide(current, &situation)
                 },
             )
             .await

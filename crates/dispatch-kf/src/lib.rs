@@ -13,7 +13,6 @@
 //! - Watch and the deleted pods' evidence it keeps: `watch.rs`, `evidence.rs`.
 //! - Output and Ceased: `output.rs`.
 
-mod convert;
 mod edge;
 mod evidence;
 mod factory;

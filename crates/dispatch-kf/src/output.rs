@@ -8,7 +8,6 @@ use dispatch_core::{
     OutputStream, Result,
 };
 use dispatch_kf_client::resources::NODE;
-use dispatch_kf_client::view;
 use dispatch_kf_model::names::{self, MAX_SUBMISSION};
 use dispatch_kf_model::ranks;
 use dispatch_kf_model::view::View;
@@ -88,12 +87,11 @@ impl Inner {
         let nodes = self.cluster.objects(NODE, "");
         let mut states = Vec::new();
         for name in node_names {
-            let node = match nodes.get_opt(cx, &name).await {
+            let node = match nodes.get_view(cx, &name).await {
                 Ok(node) => node,
                 Err(e) if e.is(Kind::Unauthorized) => return Err(unsupported().with_source(e)),
                 Err(e) => return Err(e),
             };
-            let node = node.map(|n| view(NODE, n));
             let node = match &node {
                 Some(View::Node(n)) => Some(n),
                 _ => None,

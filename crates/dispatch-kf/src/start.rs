@@ -16,11 +16,9 @@ use dispatch_kf_client::{Created, Deleted, RequestClass};
 use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::render::extensions;
 use dispatch_kf_model::runtime::{RuntimeKind, RuntimeRef, SourceRuntime};
-use dispatch_kf_model::{Mode, Purpose, Rendered, keys, kueue, readback, render};
-use kube::api::DynamicObject;
+use dispatch_kf_model::{Mode, Purpose, Rendered, json, keys, kueue, readback, render};
 use serde_json::json;
 
-use crate::convert::{from_value, to_value};
 use crate::{Inner, edge};
 
 /// How often Start looks for the TrainJob's Workload in Kueue mode.
@@ -32,10 +30,6 @@ struct RuntimeCopy {
     uid: String,
     /// Whether this call created it (rather than reusing an earlier Start's).
     made_here: bool,
-}
-
-fn uid_of(object: &DynamicObject) -> String {
-    object.metadata.uid.clone().unwrap_or_default()
 }
 
 impl Inner {
@@ -80,17 +74,14 @@ impl Inner {
         // 6. The TrainJob.
         let train_jobs = self.cluster.objects(TRAIN_JOB, &self.settings.namespace);
         let sent = edge::now();
-        let created = match train_jobs
-            .create_or_read(cx, &from_value(rendered.train_job.clone())?)
-            .await
-        {
+        let created = match train_jobs.create_or_read(cx, &rendered.train_job).await {
             Ok(Created::Made(created)) => created,
             // An earlier Start of this submission made it (its create went unanswered):
             // it may run on the copy, so the copy stays, whoever made it.
             Ok(Created::Exists(existing)) => {
                 return Err(Error::rejected(format!(
                     "a TrainJob named {name} already exists (UID {}): an earlier Start of this submission made it, and its runtime copy is left for it",
-                    existing.metadata.uid.as_deref().unwrap_or("unknown")
+                    Some(json::uid(&existing)).filter(|u| !u.is_empty()).unwrap_or("unknown")
                 )));
             }
             Err(e) if e.is(Kind::OutcomeUnknown) => {
@@ -108,7 +99,7 @@ impl Inner {
                 return Err(e);
             }
         };
-        let uid = created.metadata.uid.clone().unwrap_or_default();
+        let uid = json::uid(&created).to_owned();
         let object = self.reference(ObjectKind::TrainJob, &name, &uid);
 
         // 7 to 9: a failure stops the TrainJob, and refuses.
@@ -129,7 +120,7 @@ impl Inner {
         };
         let found =
             self.cluster.objects(resource, &self.settings.namespace).get_opt(cx, &r.name).await?;
-        found.map(|o| SourceRuntime::from_value(&to_value(&o))).transpose()
+        found.map(|o| SourceRuntime::from_value(&o)).transpose()
     }
 
     /// The runtime Capabilities checks for a spec: it must be configured, exist and pass
@@ -167,14 +158,11 @@ impl Inner {
         name: &str,
     ) -> Result<RuntimeCopy> {
         let copies = self.cluster.objects(TRAINING_RUNTIME, &self.settings.namespace);
-        let existing = match copies
-            .create_or_read(cx, &from_value(rendered.runtime_copy.clone())?)
-            .await
-        {
+        let existing = match copies.create_or_read(cx, &rendered.runtime_copy).await {
             Ok(Created::Made(made)) => {
                 return Ok(RuntimeCopy {
                     name: name.to_owned(),
-                    uid: uid_of(&made),
+                    uid: json::uid(&made).to_owned(),
                     made_here: true,
                 });
             }
@@ -188,11 +176,15 @@ impl Inner {
             }
             Err(e) => return Err(e),
         };
-        let owned = existing.metadata.owner_references.as_ref().is_some_and(|o| !o.is_empty());
-        let same = to_value(&existing).get("spec") == rendered.runtime_copy.get("spec");
+        let owned = existing
+            .pointer("/metadata/ownerReferences")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|o| !o.is_empty());
+        let same = existing.get("spec") == rendered.runtime_copy.get("spec");
         match (owned, same) {
             (false, true) => {
-                Ok(RuntimeCopy { name: name.to_owned(), uid: uid_of(&existing), made_here: false })
+                let uid = json::uid(&existing).to_owned();
+                Ok(RuntimeCopy { name: name.to_owned(), uid, made_here: false })
             }
             (true, _) => Err(Error::rejected(format!(
                 "a runtime copy named {name} exists and is owned: this submission was already started"
@@ -251,7 +243,7 @@ impl Inner {
         // 8. Read back what was written.
         let held =
             self.cluster.objects(TRAIN_JOB, &self.settings.namespace).get(cx, &object.name).await?;
-        readback::compare(&rendered.train_job, &to_value(&held), self.settings.mode)?;
+        readback::compare(&rendered.train_job, &held, self.settings.mode)?;
         // 9. Kueue mode: the Workload, gated and checked.
         if self.settings.mode == Mode::Kueue {
             self.await_workload(cx, &object.uid).await?;
@@ -270,9 +262,8 @@ impl Inner {
         let started = edge::timer();
         let mut last = "Kueue made no Workload for it".to_owned();
         loop {
-            let found = workloads.list(cx, &selector).await?;
-            for workload in &found.items {
-                match kueue::workload_ready(&to_value(workload), check) {
+            for workload in workloads.list_whole(cx, &selector).await? {
+                match kueue::workload_ready(&workload, check) {
                     Ok(()) => return Ok(()),
                     Err(why) => last = why,
                 }

@@ -34,7 +34,7 @@ impl Inner {
             // A failed UID precondition means another instance holds the name, so ours
             // is gone; a conflict for any other reason leaves ours in place: look.
             Deleted::PreconditionFailed => match objects.get_opt(cx, &object.name).await? {
-                Some(o) if o.metadata.uid.as_deref() == Some(object.uid.as_str()) => {
+                Some(o) if dispatch_kf_model::json::uid(&o) == object.uid => {
                     Err(Error::rejected(format!(
                         "delete {} {}: a conflict, and the object of UID {} is still there",
                         object.kind.name(),

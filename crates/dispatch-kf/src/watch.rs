@@ -12,12 +12,11 @@ use std::time::Duration;
 
 use dispatch_core::{CallContext, Error, JobId, ObjectKind, ObjectObs, ObsStream, Result, Watcher};
 use dispatch_kf_client::resources::{JOB_SET, POD, TRAIN_JOB, WORKLOAD};
-use dispatch_kf_client::{Change, Resource, view};
+use dispatch_kf_client::{Change, Resource};
 use dispatch_kf_model::view::View;
 use dispatch_kf_model::{Mode, keys, names};
 use futures::StreamExt;
 use futures::stream::{BoxStream, SelectAll};
-use kube::api::DynamicObject;
 use tokio::sync::mpsc;
 
 use crate::{Inner, KubeflowBackend, edge};
@@ -186,24 +185,23 @@ impl Pump {
             Change::Resumed => return true,
         };
         if resource == POD {
-            if deleted && let View::Pod(pod) = view(POD, object) {
+            if deleted && let View::Pod(pod) = object {
                 self.inner.evidence.capture(&self.job, pod);
             }
             return true;
         }
         if resource == WORKLOAD {
-            let uid = object.metadata.labels.as_ref().and_then(|l| l.get(keys::KUEUE_JOB_UID));
+            let uid = object.meta().label(keys::KUEUE_JOB_UID);
             let sent: BTreeSet<&str> = self.sent.keys().map(|(_, _, uid)| uid.as_str()).collect();
-            return uid.is_some_and(|u| sent.contains(u.as_str()));
+            return uid.is_some_and(|u| sent.contains(u));
         }
         self.is_of_job(&object)
     }
 
     /// A TrainJob or JobSet of this job: by name or job-id label.
-    fn is_of_job(&self, object: &DynamicObject) -> bool {
-        let name = object.metadata.name.as_deref().unwrap_or_default();
-        let label = object.metadata.labels.as_ref().and_then(|l| l.get(keys::LABEL_JOB_ID));
-        names::is_of_job(&self.job, name, label.map(String::as_str))
+    fn is_of_job(&self, object: &View) -> bool {
+        let meta = object.meta();
+        names::is_of_job(&self.job, meta.name(), meta.label(keys::LABEL_JOB_ID))
     }
 
     /// Sends each observation that differs from the last one sent for its object;
