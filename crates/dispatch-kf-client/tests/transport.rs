@@ -61,12 +61,13 @@ async fn handle(mut stream: TcpStream, behaviour: Behaviour) {
         }
         Behaviour::Silent => {
             let _ = stream.read(&mut buf).await;
-            tokio::time::sleep(Duration::from_secs(3600)).await;
+            // Holds the connection open and never answers.
+            std::future::pending::<()>().await;
         }
         Behaviour::StreamThenSilent => {
             let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
             let _ = stream.write_all(head.as_bytes()).await;
-            tokio::time::sleep(Duration::from_secs(3600)).await;
+            std::future::pending::<()>().await;
         }
         Behaviour::PlainText(code) => {
             let body = "404 page not found\n";

@@ -175,7 +175,7 @@ async fn turned_away(sim: &Sim, object: &ObjectRef) {
     assert!(!admitted(&workload_of(sim, object)), "not readmitted on its own");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_gate_marks_its_admission_check_active_and_holds_the_lease() {
     let sim = kueue_cluster().await;
     let gate = start_gate(&sim, "gate-a").await;
@@ -187,7 +187,7 @@ async fn the_gate_marks_its_admission_check_active_and_holds_the_lease() {
     assert_eq!(holder(&sim), None, "a clean shutdown gives the Lease up");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_first_admission_is_approved_as_one_and_the_pods_carry_it() {
     let (sim, gate, b) = with_gate("gate-a").await;
     let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
@@ -206,7 +206,7 @@ async fn the_first_admission_is_approved_as_one_and_the_pods_carry_it() {
     gate.shut_down().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_preemption_is_not_readmitted_until_release_then_runs_as_two() {
     let (sim, gate, b) = with_gate("gate-a").await;
     let object = first_admission(&sim, &b).await;
@@ -223,7 +223,7 @@ async fn a_preemption_is_not_readmitted_until_release_then_runs_as_two() {
     gate.shut_down().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_held_workload_is_not_approved_until_released() {
     let (sim, gate, b) = with_gate("gate-a").await;
     let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
@@ -251,7 +251,7 @@ fn writes_by(sim: &Sim, user: &str) -> usize {
         .count()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn of_two_controllers_one_acts_and_the_other_takes_over_within_the_lease_duration() {
     let sim = kueue_cluster().await;
     let first = start_gate(&sim, "gate-a").await;
@@ -280,7 +280,7 @@ async fn of_two_controllers_one_acts_and_the_other_takes_over_within_the_lease_d
     second.shut_down().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_restarted_controller_decides_the_same() {
     let (sim, gate, b) = with_gate("gate-a").await;
     let object = first_admission(&sim, &b).await;
@@ -294,7 +294,7 @@ async fn a_restarted_controller_decides_the_same() {
     restarted.shut_down().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_gate_whose_lease_is_stale_leaves_the_adapter_observe_only_saying_so() {
     // The gate's clock runs an hour behind the adapter's: every renewal it writes is
     // already expired when the adapter reads it.

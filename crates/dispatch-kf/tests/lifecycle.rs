@@ -113,7 +113,7 @@ async fn stop_deletes_the_train_job_and_stopping_it_again_succeeds() {
     b.stop(&cx(), &other_instance).await.expect("a UID that no longer matches is success");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn stop_job_waits_for_the_orphans_background_deletion_leaves() {
     let sim = cluster().await;
     let (b, object) = started(&sim).await;
@@ -199,7 +199,7 @@ async fn a_deadline_that_passes_while_the_hold_family_reads_is_rejected() {
 
 /// Issue 15, item 6: the decision (ended? pods remain?) is taken again on every try,
 /// from what was just read: a TrainJob that ends while Hold reads it is not held.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_hold_decides_again_from_what_it_just_read_so_a_train_job_that_ended_meanwhile_is_not_held()
  {
     let sim = cluster().await;

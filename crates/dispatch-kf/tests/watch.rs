@@ -33,7 +33,7 @@ async fn watch_sends_every_object_then_each_change() {
     assert_ne!(next.state, ObjectState::Gated, "{next:#?}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_burst_of_changes_makes_one_find() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;
@@ -109,7 +109,7 @@ async fn a_failed_find_ends_the_watch_saying_why() {
     sim.clear_faults();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn pods_deleted_while_watched_stay_evidence() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;

@@ -22,7 +22,9 @@ const REAL_PATIENCE: Duration = Duration::from_secs(300);
 const REAL_POLL: Duration = Duration::from_secs(2);
 /// Virtual time the simulated cluster moves on between two looks.
 const SIM_STEP: Duration = Duration::from_secs(5);
-/// Real time the simulated cluster's readers get after each step.
+/// Time the simulated cluster's readers get after each step, on tokio's paused clock:
+/// every task that can run (the gate reconciling, a Watch gathering evidence) runs
+/// before it passes, and no wall-clock time is spent waiting.
 const SIM_CATCH_UP: Duration = Duration::from_millis(50);
 /// Looks on the simulated cluster before a wait fails: ten virtual minutes.
 const SIM_STEPS: u32 = 120;
@@ -36,12 +38,20 @@ pub(crate) enum Target {
     Real(PathBuf),
 }
 
+/// The simulated cluster `start` makes, on a runtime whose clock is paused: on the sim
+/// the suite waits on virtual time alone (tokio's clock, the sim's own), never on the
+/// wall clock.
+async fn paused(start: impl Future<Output = Sim>) -> Sim {
+    tokio::time::pause();
+    start.await
+}
+
 impl Target {
     /// The simulated cluster, unless the environment names a kubeconfig.
     pub(crate) async fn pick() -> Target {
         match std::env::var_os(KUBECONFIG_VAR).filter(|v| !v.is_empty()) {
             Some(path) => Target::Real(PathBuf::from(path)),
-            None => Target::Sim(dispatch_kf_testkit::cluster().await, None),
+            None => Target::Sim(paused(dispatch_kf_testkit::cluster()).await, None),
         }
     }
 
@@ -53,7 +63,7 @@ impl Target {
             return Target::pick().await;
         }
         let options = SimOptions { start: jiff::Timestamp::now(), ..SimOptions::default() };
-        let sim = dispatch_kf_testkit::cluster_with(options).await;
+        let sim = paused(dispatch_kf_testkit::cluster_with(options)).await;
         // The quota of one job of the suite (2 ranks of 8 GPUs), so that the sim's
         // preemptor, which takes the victim's GPUs, leaves it none, as the real
         // preemptor that takes the whole quota does.
@@ -126,8 +136,8 @@ impl Target {
         }
     }
 
-    /// Lets time pass: on the sim, the programs the pods run act and the virtual clock
-    /// moves on; on a real cluster, the suite sleeps.
+    /// Lets time pass: on the sim, the programs the pods run act and the virtual
+    /// clocks (the sim's and tokio's) move on; on a real cluster, the suite sleeps.
     async fn pass_time(&self) {
         match self {
             Target::Sim(sim, _) => {
