@@ -10,6 +10,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use dispatch_kf_model::names;
 use serde_json::Value;
 
 use crate::{cluster, e2e, run};
@@ -200,8 +201,8 @@ fn normalize(text: &str) -> String {
         let trimmed = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-');
         let uid_like = trimmed.len() == 36 && trimmed.matches('-').count() == 4;
         let time_like = trimmed.len() >= 20 && trimmed.contains('T') && trimmed.ends_with('Z');
-        let pod_like =
-            trimmed.starts_with("dj-") && trimmed.rsplit('-').next().is_some_and(|s| s.len() == 5);
+        let pod_like = names::parse_prefix(trimmed).is_some()
+            && trimmed.rsplit('-').next().is_some_and(|s| s.len() == 5);
         out.push(if uid_like {
             word.replace(trimmed, "<uid>")
         } else if time_like {

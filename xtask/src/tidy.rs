@@ -382,7 +382,11 @@ fn dispatch_keys_and_the_name_prefix_are_spelled_in_one_place() {
     let homes = ["crates/dispatch-kf-model/src/keys.rs", "crates/dispatch-kf-model/src/names.rs"];
     let literals = [concat!("\"dispatch.phpboyscout", ".uk"), concat!("\"dj", "-")];
     let mut found = Vec::new();
-    for (path, code) in library_sources(&project_root().join("crates")) {
+    let root = project_root();
+    let sources = library_sources(&root.join("crates"))
+        .into_iter()
+        .chain(library_sources(&root.join("xtask/src")));
+    for (path, code) in sources {
         if homes.iter().any(|home| path.ends_with(home)) {
             continue;
         }

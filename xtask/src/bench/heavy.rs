@@ -11,9 +11,11 @@
 
 use std::path::Path;
 
+use dispatch_kf_model::keys;
+
 use serde_json::{Map, Value, json};
 
-use super::list::{ListWriter, fake_uid, job_id};
+use super::list::{ListWriter, fake_uid, job_id, job_name};
 use super::{BASE_JOBS, BASE_NODES, PODS_PER_JOB};
 use crate::run::project_root;
 
@@ -36,7 +38,7 @@ pub(crate) fn generate(path: &Path, scale: usize) -> std::io::Result<u64> {
         list.item(&shapes.train_job.fill(&holes))?;
         list.item(&shapes.job_set.fill(&holes))?;
         for rank in 0..PODS_PER_JOB {
-            holes[POD_NAME] = format!("dj-{}-s1-node-0-{rank}-x7k2p", holes[ID_LOWER]);
+            holes[POD_NAME] = format!("{}-node-0-{rank}-x7k2p", job_name(j));
             holes[OWN_UID] = fake_uid(j as u64, 100 + rank as u64);
             holes[NODE_NAME] = format!("kwok-node-{}", (j * PODS_PER_JOB + rank) % nodes);
             list.item(&shapes.pods[rank % shapes.pods.len()].fill(&holes))?;
@@ -99,7 +101,7 @@ impl JobShapes {
         let items = dump["items"].as_array().cloned().unwrap_or_default();
         let of_kind = |kind: &'static str| items.iter().filter(move |i| i["kind"] == kind);
         let tj = of_kind("TrainJob").next().ok_or_else(|| missing(file, "TrainJob"))?;
-        let id = tj["metadata"]["labels"]["dispatch.phpboyscout.uk/job-id"].as_str().unwrap_or("");
+        let id = tj["metadata"]["labels"][keys::LABEL_JOB_ID].as_str().unwrap_or("");
         let mut uids: Vec<String> = Vec::new();
         for item in of_kind("TrainJob").chain(of_kind("JobSet")).chain(of_kind("Pod")) {
             collect_uids(item, &mut uids);

@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use dispatch_kf_model::keys;
+
 use super::list::{ListWriter, fake_uid, job_id, job_name};
 use super::{BASE_JOBS, BASE_NODES, PODS_PER_JOB};
 
@@ -36,10 +38,7 @@ fn outcome(j: usize) -> &'static str {
 }
 
 fn labels(j: usize) -> String {
-    format!(
-        "\"dispatch.phpboyscout.uk/job-id\": \"{}\", \"dispatch.phpboyscout.uk/submission\": \"1\"",
-        job_id(j)
-    )
+    format!("\"{}\": \"{}\", \"{}\": \"1\"", keys::LABEL_JOB_ID, job_id(j), keys::LABEL_SUBMISSION)
 }
 
 fn controller(kind: &str, name: &str, uid: &str) -> String {
@@ -114,7 +113,7 @@ fn pod(j: usize, js: &str, rank: usize, node: usize) -> String {
     };
     format!(
         "{{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {{\"annotations\": \
-         {{\"batch.kubernetes.io/job-completion-index\": \"{rank}\", \"dispatch.phpboyscout.uk/admission\": \"1\"}}, \
+         {{\"batch.kubernetes.io/job-completion-index\": \"{rank}\", \"{admission}\": \"1\"}}, \
          \"labels\": {{{labels}, \"batch.kubernetes.io/job-completion-index\": \"{rank}\", \
          \"jobset.sigs.k8s.io/job-index\": \"0\", \"jobset.sigs.k8s.io/jobset-name\": \"{js}\", \
          \"jobset.sigs.k8s.io/restart-attempt\": \"0\"}}, \"name\": \"{js}-node-0-{rank}-x7k2p\", \
@@ -124,6 +123,7 @@ fn pod(j: usize, js: &str, rank: usize, node: usize) -> String {
          \"2026-11-29T10:01:01Z\", \"status\": \"True\", \"type\": \"PodScheduled\"}}], \"containerStatuses\": \
          [{{\"name\": \"node\", \"state\": {state}}}], \"phase\": \"{phase}\"}}}}",
         labels = labels(j),
+        admission = keys::ANN_ADMISSION,
         owner = controller("Job", &format!("{js}-node-0"), &fake_uid(j as u64, 4)),
         uid = fake_uid(j as u64, 100 + rank as u64),
     )

@@ -5,6 +5,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use dispatch_core::JobId;
+use dispatch_kf_model::names;
+
 /// Writes a `kubectl get -o json` List, one item at a time, so that a dump of
 /// gigabytes never sits in memory.
 pub(crate) struct ListWriter {
@@ -51,7 +54,8 @@ pub(crate) fn job_id(j: usize) -> String {
 
 /// The name dispatch gives submission 1 of job `j`'s TrainJob and JobSet.
 pub(crate) fn job_name(j: usize) -> String {
-    format!("dj-{}-s1", job_id(j).to_lowercase())
+    let id = JobId::parse(&job_id(j)).expect("job_id makes a ULID");
+    names::make(&id, 1)
 }
 
 /// A UID-shaped string, distinct for each `(a, b)`.
