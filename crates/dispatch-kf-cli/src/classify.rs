@@ -6,7 +6,7 @@
 //! the edge (the model never reads the clock).
 
 use dispatch_core::Error;
-use dispatch_kf_model::{Mode, Options, classify, dump};
+use dispatch_kf_model::{ClassifyOptions, Mode, classify, dump};
 use jiff::Timestamp;
 
 use crate::output::{self, Format};
@@ -73,7 +73,7 @@ pub(crate) fn run(args: Args) -> Result<(), Error> {
     // The views borrow their text from `inputs`, which thus live until the output is
     // written: the bytes are held once, and no kept string is copied.
     let snapshot = dump::borrow_all(inputs.iter().map(|(f, b)| (*f, b.as_slice())))?;
-    let options = Options {
+    let options = ClassifyOptions {
         mode: match args.mode {
             ModeArg::Plain => Mode::Plain,
             ModeArg::Kueue => Mode::Kueue,

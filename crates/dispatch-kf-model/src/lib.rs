@@ -21,7 +21,7 @@ pub mod object;
 pub mod snapshot;
 pub mod view;
 
-pub use classify::{Options, classify};
+pub use classify::{ClassifyOptions, classify};
 pub use mode::Mode;
 pub use snapshot::Snapshot;
 pub mod prologue;

@@ -8,7 +8,7 @@ mod conventions;
 
 use std::sync::OnceLock;
 
-use dispatch_kf_model::{Mode, Options, classify, dump};
+use dispatch_kf_model::{ClassifyOptions, Mode, classify, dump};
 use jiff::Timestamp;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -17,8 +17,8 @@ fn now() -> Timestamp {
     "2026-11-29T12:00:00Z".parse().unwrap()
 }
 
-fn options(kueue: bool, nodes_readable: bool) -> Options {
-    Options {
+fn options(kueue: bool, nodes_readable: bool) -> ClassifyOptions {
+    ClassifyOptions {
         mode: if kueue { Mode::Kueue } else { Mode::Plain },
         nodes_readable,
         backend: "kf".to_owned(),
@@ -45,13 +45,13 @@ fn fixtures() -> &'static [(String, Value)] {
 }
 
 /// The options a fixture's name asks for (`conventions::options_for`).
-fn options_of(name: &str, v: &Value) -> Options {
+fn options_of(name: &str, v: &Value) -> ClassifyOptions {
     let snapshot = dump::read(name, &serde_json::to_vec(v).unwrap()).unwrap();
     conventions::options_for(name, &snapshot)
 }
 
 /// Reads and classifies `v` twice; both must agree. `None` when the reader refuses.
-fn run(v: &Value, options: &Options) -> Option<Vec<dispatch_core::ObjectObs>> {
+fn run(v: &Value, options: &ClassifyOptions) -> Option<Vec<dispatch_core::ObjectObs>> {
     let bytes = serde_json::to_vec(v).unwrap();
     let first = dump::read("p.json", &bytes).ok().map(|s| classify(&s, options, now()));
     let second = dump::read("p.json", &bytes).ok().map(|s| classify(&s, options, now()));
@@ -249,7 +249,7 @@ fn edit_messages(v: &mut Value, edit: &mut impl FnMut(usize, &str) -> String, se
 /// Each object's cause kind, in order.
 fn cause_kinds(
     v: &Value,
-    opts: &Options,
+    opts: &ClassifyOptions,
 ) -> Vec<(dispatch_core::ObjectRef, dispatch_core::CauseKind)> {
     run(v, opts).unwrap().into_iter().map(|o| (o.object, o.cause.kind)).collect()
 }

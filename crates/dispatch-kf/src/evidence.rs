@@ -2,27 +2,60 @@
 //! a Watch is open, a deleted pod of the job leaves its last state (exit code,
 //! DisruptionTarget) here, against its TrainJob, the newest 256 per TrainJob. Every
 //! later classification by this Backend reads them. It lives in this Backend's memory
-//! only.
+//! only, and no longer than it can matter: once no Watch of the job is open, a Find that
+//! no longer sees a TrainJob forgets its evidence.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dispatch_core::JobId;
 use dispatch_kf_model::view::Pod;
-use dispatch_kf_model::{keys, names};
+use dispatch_kf_model::{Snapshot, keys, names};
 
 /// How many deleted pods are kept per TrainJob; the oldest go first.
 pub(crate) const KEPT_PER_TRAIN_JOB: usize = 256;
 
-/// The captured pods, by job, then by TrainJob name.
+/// The captured pods, and the Watches open, by job.
 #[derive(Default)]
 pub(crate) struct Evidence {
-    pods: Mutex<HashMap<JobId, HashMap<String, VecDeque<Pod>>>>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The captured pods, by job, then by TrainJob name.
+    pods: HashMap<JobId, HashMap<String, VecDeque<Pod>>>,
+    /// How many Watches of each job are open.
+    watches: HashMap<JobId, usize>,
+}
+
+/// One open Watch of a job: while any is open, the job's evidence is kept whole.
+pub(crate) struct Watching {
+    evidence: Arc<Evidence>,
+    job: JobId,
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let mut state = self.evidence.lock();
+        if let Some(open) = state.watches.get_mut(&self.job) {
+            *open -= 1;
+            if *open == 0 {
+                state.watches.remove(&self.job);
+            }
+        }
+    }
 }
 
 impl Evidence {
-    fn lock(&self) -> MutexGuard<'_, HashMap<JobId, HashMap<String, VecDeque<Pod>>>> {
-        self.pods.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts a Watch of `job` open until the guard is dropped.
+    pub(crate) fn watching(self: &Arc<Self>, job: &JobId) -> Watching {
+        *self.lock().watches.entry(job.clone()).or_default() += 1;
+        Watching { evidence: self.clone(), job: job.clone() }
     }
 
     /// Keeps `pod`'s last state against its TrainJob (the JobSet it belongs to has the
@@ -35,8 +68,8 @@ impl Evidence {
                 None => return,
             },
         };
-        let mut all = self.lock();
-        let kept = all.entry(job.clone()).or_default().entry(train_job).or_default();
+        let mut state = self.lock();
+        let kept = state.pods.entry(job.clone()).or_default().entry(train_job).or_default();
         kept.retain(|p| p.meta.uid() != pod.meta.uid());
         kept.push_back(pod);
         while kept.len() > KEPT_PER_TRAIN_JOB {
@@ -46,28 +79,48 @@ impl Evidence {
 
     /// Every captured pod of `job`, oldest first per TrainJob.
     pub(crate) fn of_job(&self, job: &JobId) -> Vec<Pod> {
-        let all = self.lock();
-        let mut train_jobs: Vec<_> = all.get(job).into_iter().flatten().collect();
+        let state = self.lock();
+        let mut train_jobs: Vec<_> = state.pods.get(job).into_iter().flatten().collect();
         train_jobs.sort_by(|a, b| a.0.cmp(b.0));
         train_jobs.into_iter().flat_map(|(_, pods)| pods.iter().cloned()).collect()
+    }
+
+    /// After a read of `job`'s objects: with no Watch of the job open, forgets the
+    /// evidence of every TrainJob `read` no longer holds.
+    pub(crate) fn forget_gone(&self, job: &JobId, read: &Snapshot) {
+        let mut state = self.lock();
+        if state.watches.contains_key(job) {
+            return;
+        }
+        let Some(kept) = state.pods.get_mut(job) else { return };
+        kept.retain(|name, _| read.train_jobs.iter().any(|t| t.meta.name() == name));
+        if kept.is_empty() {
+            state.pods.remove(job);
+        }
+    }
+
+    /// How many jobs have evidence kept: what memory it holds grows with.
+    #[cfg(test)]
+    fn jobs_kept(&self) -> usize {
+        self.lock().pods.len()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dispatch_kf_model::object::RawObject;
+    use dispatch_kf_model::answer::read_object;
     use dispatch_kf_model::view::View;
     use serde_json::json;
 
     fn pod(i: usize) -> Pod {
-        let raw: RawObject = serde_json::from_value(json!({
+        let bytes = serde_json::to_vec(&json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1-node-0-{i}-abcde"), "uid": format!("u{i}"),
                          "labels": {keys::JOBSET_NAME: "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1"}}
         }))
         .unwrap();
-        let View::Pod(pod) = View::from(raw) else { panic!("a Pod is read as a Pod") };
+        let View::Pod(pod) = read_object(&bytes).unwrap() else { panic!("a Pod is read as a Pod") };
         pod
     }
 
@@ -82,6 +135,36 @@ mod tests {
         assert_eq!(kept.len(), KEPT_PER_TRAIN_JOB);
         assert_eq!(kept[0].meta.uid(), "u44", "the oldest 44 are dropped");
         assert_eq!(kept[255].meta.uid(), "u299");
+    }
+
+    fn snapshot_with(train_jobs: &[&str]) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        for name in train_jobs {
+            let bytes =
+                serde_json::to_vec(&json!({"kind": "TrainJob", "metadata": {"name": name}}));
+            snapshot.push(read_object(&bytes.unwrap()).unwrap());
+        }
+        snapshot
+    }
+
+    #[test]
+    fn evidence_goes_once_no_watch_is_open_and_its_train_job_is_gone() {
+        let evidence = Arc::new(Evidence::default());
+        let job = JobId::parse("01JDQ4V8Z6K3M0B7X2N5R9T1CE").unwrap();
+        let (one, other) = (evidence.watching(&job), evidence.watching(&job));
+        evidence.capture(&job, pod(1));
+        let train_job = "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1";
+        evidence.forget_gone(&job, &snapshot_with(&[]));
+        assert_eq!(evidence.of_job(&job).len(), 1, "kept while a Watch is open");
+        drop(one);
+        evidence.forget_gone(&job, &snapshot_with(&[]));
+        assert_eq!(evidence.of_job(&job).len(), 1, "kept while the other Watch is open");
+        drop(other);
+        evidence.forget_gone(&job, &snapshot_with(&[train_job]));
+        assert_eq!(evidence.of_job(&job).len(), 1, "kept while its TrainJob exists");
+        evidence.forget_gone(&job, &snapshot_with(&[]));
+        assert!(evidence.of_job(&job).is_empty());
+        assert_eq!(evidence.jobs_kept(), 0, "nothing is kept of the job");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use dispatch_core::{CallContext, Discovery, JobId, ObjectObs, ObjectRef, Result};
 use dispatch_kf_client::{Cluster, JobQuery};
-use dispatch_kf_model::{Options, Snapshot, classify};
+use dispatch_kf_model::{ClassifyOptions, Snapshot, classify};
 use jiff::Timestamp;
 
 use crate::{Inner, edge};
@@ -27,13 +27,14 @@ impl Inner {
             nodes_readable: self.preflight.nodes_readable,
         };
         let mut snapshot = cluster.read_job(cx, query).await?;
+        self.evidence.forget_gone(job, &snapshot);
         snapshot.captured_pods.extend(self.evidence.of_job(job));
         Ok(snapshot)
     }
 
     /// The observations of a snapshot at `now`.
     pub(crate) fn observe(&self, snapshot: &Snapshot, now: Timestamp) -> Vec<ObjectObs> {
-        let options = Options {
+        let options = ClassifyOptions {
             mode: self.settings.mode,
             nodes_readable: self.preflight.nodes_readable,
             backend: self.settings.name.clone(),

@@ -1,6 +1,8 @@
 //! In-flight marks: a TrainJob create that went unanswered may still commit until its
 //! call bound passes, so Find reports the job InFlight until then. The marks live in
-//! this Backend's memory only: another process, or this one restarted, has none.
+//! this Backend's memory only: another process, or this one restarted, has none. Every
+//! look at the marks forgets all the expired ones, so they hold no more memory than
+//! the creates of the last call bound.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -21,20 +23,16 @@ impl InFlightMarks {
         let until = sent
             .checked_add(SignedDuration::from_nanos(call_bound.as_nanos()))
             .unwrap_or(Timestamp::MAX);
-        self.lock().insert(job.clone(), InFlight { submission, until });
+        let mut marks = self.lock();
+        marks.retain(|_, mark| mark.until > sent);
+        marks.insert(job.clone(), InFlight { submission, until });
     }
 
     /// The job's mark, while its bound has not passed at `now`.
     pub(crate) fn get(&self, job: &JobId, now: Timestamp) -> Option<InFlight> {
         let mut marks = self.lock();
-        match marks.get(job) {
-            Some(mark) if mark.until > now => Some(mark.clone()),
-            Some(_) => {
-                marks.remove(job);
-                None
-            }
-            None => None,
-        }
+        marks.retain(|_, mark| mark.until > now);
+        marks.get(job).cloned()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, InFlight>> {
@@ -57,5 +55,19 @@ mod tests {
         assert_eq!(marks.get(&job, at(89)).map(|m| m.submission), Some(3));
         assert_eq!(marks.get(&job, at(90)), None);
         assert_eq!(marks.get(&job, at(10)), None, "an expired mark is forgotten");
+    }
+
+    #[test]
+    fn expired_marks_of_other_jobs_are_forgotten_too() {
+        let marks = InFlightMarks::default();
+        let sent: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let at = |s: i64| sent.checked_add(SignedDuration::from_secs(s)).unwrap();
+        for i in 0..100u128 {
+            let job = JobId::from_parts(1, i);
+            marks.mark(&job, 1, at(i as i64), Timespan::from_secs(90));
+        }
+        assert_eq!(marks.lock().len(), 90, "those sent more than 90 s before the last are gone");
+        marks.get(&JobId::from_parts(1, 0), at(1000));
+        assert!(marks.lock().is_empty(), "a look long after forgets every mark");
     }
 }

@@ -13,6 +13,7 @@
 //! - Watch and the deleted pods' evidence it keeps: `watch.rs`, `evidence.rs`.
 //! - Output and Ceased: `output.rs`.
 
+mod coalesce;
 mod edge;
 mod evidence;
 mod factory;
@@ -53,7 +54,7 @@ pub(crate) struct Inner {
     pub(crate) preflight: Preflight,
     closed: AtomicBool,
     pub(crate) in_flight: InFlightMarks,
-    pub(crate) evidence: evidence::Evidence,
+    pub(crate) evidence: Arc<evidence::Evidence>,
 }
 
 impl KubeflowBackend {

@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
 use dispatch_core::{CallContext, Error, JobId, ObjectKind, ObjectObs, ObsStream, Result, Watcher};
 use dispatch_kf_client::resources::{JOB_SET, POD, TRAIN_JOB, WORKLOAD};
@@ -19,12 +18,9 @@ use futures::StreamExt;
 use futures::stream::{BoxStream, SelectAll};
 use tokio::sync::mpsc;
 
+use crate::coalesce::Coalescer;
+use crate::evidence::Watching;
 use crate::{Inner, KubeflowBackend, edge};
-
-/// Changes that arrive within this of each other make one Find.
-const COALESCE: Duration = Duration::from_millis(100);
-/// A steady stream of changes still gets a Find at least this often.
-const COALESCE_AT_MOST: Duration = Duration::from_secs(1);
 
 /// One event of the merged watches: a change of a kind, a watch's failure, or the end of
 /// one watch (only when the call ends).
@@ -34,7 +30,7 @@ type Event = Option<Result<(Resource, Change)>>;
 enum Next {
     /// A change or a failure (boxed: a change holds a whole object).
     Event(Box<Result<(Resource, Change)>>),
-    /// The coalescing wait passed with nothing.
+    /// The coalescer's timeout passed with nothing.
     Quiet,
     /// Stop: the call ended, a watch ended with it, or the receiver is gone.
     Stop,
@@ -44,6 +40,7 @@ enum Next {
 impl Watcher for KubeflowBackend {
     async fn watch(&self, cx: &CallContext, job: &JobId) -> Result<ObsStream> {
         self.inner.check_open()?;
+        let watching = self.inner.evidence.watching(job);
         let watches = self.inner.open_watches(cx, job).await?;
         let first = self.inner.find(cx, job).await?;
         let (tx, rx) = mpsc::channel(64);
@@ -57,6 +54,7 @@ impl Watcher for KubeflowBackend {
             job: job.clone(),
             sent: HashMap::new(),
             tx,
+            _watching: watching,
         };
         tokio::spawn(pump.run(watches, first.objects));
         Ok(Box::pin(rx))
@@ -96,6 +94,8 @@ struct Pump {
     /// The last observation sent per object, with `seen_at` cleared.
     sent: HashMap<(ObjectKind, String, String), ObjectObs>,
     tx: mpsc::Sender<Result<ObjectObs>>,
+    /// Keeps the job's evidence whole while the pump runs.
+    _watching: Watching,
 }
 
 impl Pump {
@@ -107,27 +107,17 @@ impl Pump {
         if !self.send_changed(first).await {
             return;
         }
+        let mut coalescer = Coalescer::default();
         loop {
-            let mut relevant = match self.next(&mut watches, None).await {
+            match self.next(&mut watches, coalescer.poll_timeout()).await {
                 Next::Event(event) => match self.absorb(*event) {
-                    Ok(relevant) => relevant,
+                    Ok(relevant) => coalescer.handle(edge::timer(), relevant),
                     Err(e) => return self.fail(e).await,
                 },
-                Next::Quiet | Next::Stop => return,
-            };
-            // Coalesce a burst: keep reading while changes come close together.
-            let burst = edge::timer();
-            while burst.elapsed() < COALESCE_AT_MOST {
-                match self.next(&mut watches, Some(COALESCE)).await {
-                    Next::Quiet => break,
-                    Next::Stop => return,
-                    Next::Event(event) => match self.absorb(*event) {
-                        Ok(more) => relevant |= more,
-                        Err(e) => return self.fail(e).await,
-                    },
-                }
+                Next::Quiet => {}
+                Next::Stop => return,
             }
-            if !relevant {
+            if !coalescer.poll_find(edge::timer()) {
                 continue;
             }
             match self.inner.find(&self.cx, &self.job).await {
@@ -146,15 +136,15 @@ impl Pump {
         let _ = self.tx.send(Err(error)).await;
     }
 
-    /// The next event, or `Quiet` when `wait` passed first, or `Stop`.
+    /// The next event, or `Quiet` when `until` passed first, or `Stop`.
     async fn next(
         &self,
         watches: &mut SelectAll<BoxStream<'static, Event>>,
-        wait: Option<Duration>,
+        until: Option<tokio::time::Instant>,
     ) -> Next {
         let timer = async {
-            match wait {
-                Some(w) => tokio::time::sleep(w).await,
+            match until {
+                Some(t) => tokio::time::sleep_until(t).await,
                 None => std::future::pending().await,
             }
         };

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use dispatch_core::{Execution, JobId};
 
-use super::Options;
+use super::ClassifyOptions;
 use super::execution;
 use super::index::{Index, PodRef};
 use crate::keys;
@@ -17,7 +17,7 @@ use crate::view::{JobSet, Node, TrainJob, Workload, true_condition};
 /// What the rules read of one TrainJob.
 pub(crate) struct Facts<'a, S> {
     /// The settings of this classification.
-    pub(crate) options: &'a Options,
+    pub(crate) options: &'a ClassifyOptions,
     /// The TrainJob.
     pub(crate) tj: &'a TrainJob<S>,
     /// The job and submission its name encodes, when it is a name dispatch makes.
@@ -42,7 +42,7 @@ impl<'a, S: Str> Facts<'a, S> {
     /// Gathers the facts of `tj`.
     pub(crate) fn gather(
         index: &'a Index<'a, S>,
-        options: &'a Options,
+        options: &'a ClassifyOptions,
         tj: &'a TrainJob<S>,
     ) -> Self {
         let (ns, name) = (tj.meta.namespace(), tj.meta.name());

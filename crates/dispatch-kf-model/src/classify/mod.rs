@@ -32,7 +32,7 @@ use index::Index;
 
 /// The settings of one classification.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Options {
+pub struct ClassifyOptions {
     /// Plain or Kueue.
     pub mode: Mode,
     /// Whether the adapter may get Nodes. Without it, a running object is never judged
@@ -46,7 +46,7 @@ pub struct Options {
 /// then of every orphan, sorted by namespace, kind and name.
 pub fn classify<S: Str>(
     snapshot: &Snapshot<S>,
-    options: &Options,
+    options: &ClassifyOptions,
     now: Timestamp,
 ) -> Vec<ObjectObs> {
     let index = Index::new(snapshot);

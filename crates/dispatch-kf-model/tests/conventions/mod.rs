@@ -7,16 +7,16 @@
 //! A dump the real control plane printed, `cluster-*.json` (`cargo xtask fixtures
 //! cluster`), is read the same way.
 
-use dispatch_kf_model::{Mode, Options, Snapshot, dump};
+use dispatch_kf_model::{ClassifyOptions, Mode, Snapshot, dump};
 
 /// The options a dump's file name (and, for a real dump, its content) asks for.
-pub(crate) fn options_for(file: &str, snapshot: &Snapshot) -> Options {
+pub(crate) fn options_for(file: &str, snapshot: &Snapshot) -> ClassifyOptions {
     let as_printed = file.strip_prefix("real-").or_else(|| file.strip_prefix("cluster-"));
     let (name, nodes_readable) = match as_printed {
         Some(rest) => (rest, dump::nodes_readable_by_default(snapshot)),
         None => (file, !file.ends_with("-no-nodes.json")),
     };
-    Options {
+    ClassifyOptions {
         mode: if name.starts_with("kueue-") { Mode::Kueue } else { Mode::Plain },
         nodes_readable,
         backend: "kf".to_owned(),
