@@ -18,24 +18,13 @@ const LEASE: &str = "dispatch-readmission-gate";
 const LEASE_SECS: u64 = 15;
 
 /// A cluster whose virtual clock starts at the wall clock's now (the adapter checks
-/// the Lease against its own clock), with Kueue's objects for the gate: a ClusterQueue
-/// listing the check, the LocalQueue `team-a`, and the AdmissionCheck, not yet Active.
+/// the Lease against its own clock), with the sim's Kueue setup for the gate: a
+/// ClusterQueue listing the check, the LocalQueue `team-a`, and the AdmissionCheck, not
+/// yet Active.
 async fn kueue_cluster() -> Sim {
     let sim =
         cluster_with(SimOptions { start: jiff::Timestamp::now(), ..SimOptions::default() }).await;
-    for object in [
-        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu"},
-            "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "default-flavor",
-                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "32"}]}]}],
-                "admissionChecksStrategy": {"admissionChecks": [{"name": CHECK}]}}}),
-        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-            "metadata": {"name": "team-a", "namespace": NS}, "spec": {"clusterQueue": "gpu"}}),
-        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
-            "metadata": {"name": CHECK}, "spec": {"controllerName": keys::GATE_CONTROLLER_NAME}}),
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NS}}),
-    ] {
-        sim.apply(object).unwrap();
-    }
+    sim.install_kueue_in(32, NS).unwrap();
     sim
 }
 

@@ -13,7 +13,7 @@ use crate::lenient::{Flag, FromJson, Int, List, Obj, Present, Str, StrMap, Text}
 /// One object of any kind, as read from a dump.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
-pub struct RawObject<S = String> {
+pub(crate) struct RawObject<S = String> {
     /// `apiVersion`.
     pub api_version: Text<S>,
     /// `kind`.
@@ -145,7 +145,7 @@ pub struct SpecFields {
 /// The union of the spec fields classification reads.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
-pub struct RawSpec<S = String> {
+pub(crate) struct RawSpec<S = String> {
     /// TrainJob: `spec.suspend`.
     pub suspend: Flag,
     /// TrainJob: `spec.managedBy`.
@@ -185,7 +185,7 @@ pub struct Taint<S = String> {
 /// The union of the status fields classification reads.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
-pub struct RawStatus<S = String> {
+pub(crate) struct RawStatus<S = String> {
     /// Every kind: `status.conditions`.
     pub conditions: List<Condition<S>>,
     /// Pod: `status.phase`.

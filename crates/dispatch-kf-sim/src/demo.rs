@@ -51,7 +51,15 @@ pub fn kueue_setup(quota: u32) -> Vec<Value> {
 impl Sim {
     /// Installs [`kueue_setup`] with `quota` GPUs.
     pub fn install_kueue(&self, quota: u32) -> Result<(), SimError> {
-        for object in kueue_setup(quota) {
+        self.install_kueue_in(quota, "default")
+    }
+
+    /// Installs [`kueue_setup`] with `quota` GPUs, its LocalQueue in `namespace`.
+    pub fn install_kueue_in(&self, quota: u32, namespace: &str) -> Result<(), SimError> {
+        for mut object in kueue_setup(quota) {
+            if object["kind"] == "LocalQueue" {
+                object["metadata"]["namespace"] = namespace.into();
+            }
             self.apply(object)?;
         }
         Ok(())

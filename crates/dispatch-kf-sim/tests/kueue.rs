@@ -10,16 +10,9 @@ use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-async fn kueue_cluster(quota: &str) -> Sim {
+async fn kueue_cluster(quota: u32) -> Sim {
     let sim = Sim::start_demo(SimOptions::default(), 2, 8).await.unwrap();
-    sim.apply(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
-        "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "default-flavor",
-            "resources": [{"name": "nvidia.com/gpu", "nominalQuota": quota}]}]}],
-            "admissionChecksStrategy": {"admissionChecks": [{"name": "dispatch-readmission"}]}}}))
-        .unwrap();
-    sim.apply(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-        "metadata": {"name": "team-a", "namespace": "default"}, "spec": {"clusterQueue": "cq"}}))
-        .unwrap();
+    sim.install_kueue(quota).unwrap();
     sim
 }
 
@@ -63,7 +56,7 @@ async fn set_check(sim: &Sim, state: &str) {
 
 #[tokio::test]
 async fn a_gated_trainjob_gets_a_suspended_gated_workload() {
-    let sim = kueue_cluster("16").await;
+    let sim = kueue_cluster(16).await;
     trainjobs(&client(&sim).await)
         .create(&PostParams::default(), &queued("job", Some("d/start")))
         .await
@@ -86,7 +79,7 @@ async fn a_gated_trainjob_gets_a_suspended_gated_workload() {
 
 #[tokio::test]
 async fn removing_the_gate_reserves_quota_and_a_ready_check_admits_and_resumes() {
-    let sim = kueue_cluster("16").await;
+    let sim = kueue_cluster(16).await;
     let api = trainjobs(&client(&sim).await);
     api.create(&PostParams::default(), &queued("job", Some("d/start"))).await.unwrap();
     let ungate = Patch::Merge(
@@ -111,7 +104,7 @@ async fn removing_the_gate_reserves_quota_and_a_ready_check_admits_and_resumes()
 
 #[tokio::test]
 async fn deactivating_or_a_retry_evicts_and_suspends_the_trainjob() {
-    let sim = kueue_cluster("16").await;
+    let sim = kueue_cluster(16).await;
     trainjobs(&client(&sim).await)
         .create(&PostParams::default(), &queued("job", None))
         .await
@@ -146,8 +139,8 @@ async fn deactivating_or_a_retry_evicts_and_suspends_the_trainjob() {
 /// check controller writes it; the other entries stay.
 #[tokio::test]
 async fn a_retry_with_a_delay_evicts_at_once_and_requeues_after_it() {
-    let sim = kueue_cluster("16").await;
-    let mut cq = sim.get("clusterqueues", "", "cq").unwrap();
+    let sim = kueue_cluster(16).await;
+    let mut cq = sim.get("clusterqueues", "", "gpu").unwrap();
     cq["spec"]["admissionChecksStrategy"]["admissionChecks"] =
         json!([{"name": "other-check"}, {"name": "dispatch-readmission"}]);
     sim.apply(cq).unwrap();
@@ -189,7 +182,7 @@ async fn a_retry_with_a_delay_evicts_at_once_and_requeues_after_it() {
 
 #[tokio::test]
 async fn a_workload_over_quota_waits_with_pending() {
-    let sim = kueue_cluster("8").await;
+    let sim = kueue_cluster(8).await;
     let api = trainjobs(&client(&sim).await);
     api.create(&PostParams::default(), &queued("a", None)).await.unwrap();
     api.create(&PostParams::default(), &queued("b", None)).await.unwrap();
@@ -204,7 +197,7 @@ async fn a_workload_over_quota_waits_with_pending() {
 
 #[tokio::test]
 async fn the_admission_gate_can_only_shrink() {
-    let sim = kueue_cluster("16").await;
+    let sim = kueue_cluster(16).await;
     let api = trainjobs(&client(&sim).await);
     api.create(&PostParams::default(), &queued("job", Some("d/start,other/gate"))).await.unwrap();
     let shrink = Patch::Merge(

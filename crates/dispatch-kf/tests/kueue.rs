@@ -19,26 +19,15 @@ fn install_gate(sim: &Sim, lease_fresh: bool) {
     install_gate_with_quota(sim, lease_fresh, 32);
 }
 
-/// The gate's objects, with a ClusterQueue of `gpus` GPUs.
+/// The sim's Kueue setup with a ClusterQueue of `gpus` GPUs, as the gate would leave
+/// it: its AdmissionCheck Active, and its Lease renewed now (or long ago).
 fn install_gate_with_quota(sim: &Sim, lease_fresh: bool, gpus: u32) {
-    sim.apply(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu"},
-        "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "default-flavor",
-            "resources": [{"name": "nvidia.com/gpu", "nominalQuota": gpus.to_string()}]}]}],
-            "admissionChecksStrategy": {"admissionChecks": [{"name": "dispatch-readmission"}]}}}))
-    .unwrap();
-    sim.apply(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-        "metadata": {"name": "team-a", "namespace": NS}, "spec": {"clusterQueue": "gpu"}}))
-        .unwrap();
-    sim.apply(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
-        "metadata": {"name": "dispatch-readmission"}, "spec": {"controllerName": keys::GATE_CONTROLLER_NAME},
-        "status": {"conditions": [{"type": "Active", "status": "True", "reason": "Active", "message": "served"}]}}))
-    .unwrap();
+    sim.install_kueue_in(gpus, NS).unwrap();
+    let mut check = sim.get("admissionchecks", "", "dispatch-readmission").unwrap();
+    check["status"] = json!({"conditions": [{"type": "Active", "status": "True", "reason": "Active", "message": "served"}]});
+    sim.apply(check).unwrap();
     let renewed =
         if lease_fresh { jiff::Timestamp::now() } else { "2020-01-01T00:00:00Z".parse().unwrap() };
-    sim.apply(
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dispatch-system"}}),
-    )
-    .unwrap();
     sim.apply(json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "dispatch-readmission-gate", "namespace": "dispatch-system"},
         "spec": {"holderIdentity": "gate-0", "leaseDurationSeconds": 3600,
