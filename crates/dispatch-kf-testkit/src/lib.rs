@@ -90,12 +90,17 @@ pub struct World {
 impl World {
     /// A world whose client gives each request `request_timeout` to answer.
     pub fn new(request_timeout: Duration) -> World {
+        World::with(SimOptions::default(), request_timeout, settings(json!({})))
+    }
+
+    /// [`World::new`], its cluster started with `options` and its Backend made with
+    /// `settings`.
+    pub fn with(options: SimOptions, request_timeout: Duration, settings: Settings) -> World {
         let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
         let (sim, backend) = runtime.block_on(async {
-            let sim = cluster().await;
+            let sim = cluster_with(options).await;
             let client = connect_with(&sim, "admin", request_timeout).await;
-            let backend =
-                KubeflowBackend::with_cluster(settings(json!({})), client, &cx()).await.unwrap();
+            let backend = KubeflowBackend::with_cluster(settings, client, &cx()).await.unwrap();
             (sim, backend)
         });
         World { runtime, sim, backend }
