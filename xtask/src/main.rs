@@ -11,10 +11,13 @@
 //! - `cargo xtask fixtures cluster`: keeps those real dumps as `fixtures/dumps/cluster-*.json`.
 //! - `cargo xtask install`: installs `dispatch-kf` and the kubectl plugin `kubectl-dispatch`.
 //!
-//! `tidy.rs` holds checks on the codebase itself, run as tests.
+//! `tidy.rs` holds checks on the codebase itself, and `deps.rs` checks of the library
+//! crates as an outside crate depends on them, both run as tests.
 
 mod bench;
 mod cluster;
+#[cfg(test)]
+mod deps;
 mod e2e;
 mod fidelity;
 mod install;

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use crate::run::project_root;
 
 /// Dependencies the pure crates may not have: I/O runtimes, clients, clocks, randomness.
-const FORBIDDEN_IN_PURE: [&str; 9] =
+pub(crate) const FORBIDDEN_IN_PURE: [&str; 9] =
     ["tokio", "kube", "hyper", "reqwest", "rand", "getrandom", "chrono", "tower", "mio"];
 
 /// Calls the pure crates may not make.

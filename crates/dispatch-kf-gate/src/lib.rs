@@ -9,13 +9,17 @@
 //! - `lease`: the Lease on the apiserver;
 //! - `reconcile`: the two kube-runtime reconcilers;
 //! - [`run`]: campaigns, runs the reconcilers while leading, and steps down on shutdown;
-//!   [`spawn`] runs it on a task of its own.
+//!   [`spawn`] runs it on a task of its own;
+//! - [`telemetry`]: where the replica stands and what it counted, which [`run`] records;
+//! - [`probes`]: `/healthz`, `/readyz` and `/metrics` served from that.
 //!
 //! Time comes from a [`Clock`], so tests drive it with the simulated cluster's clock.
 
 pub mod election;
 mod lease;
+pub mod probes;
 mod reconcile;
+pub mod telemetry;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +31,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use lease::{Campaign, LeaseLock};
+use telemetry::{Alive, Role, Telemetry};
 
 /// Where the time comes from: the wall clock in production, a virtual one in tests.
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
@@ -73,6 +78,8 @@ pub struct Options {
     pub retry_period: Duration,
     /// The clock.
     pub clock: Clock,
+    /// Where the replica's role and counters are recorded (for the probe server).
+    pub telemetry: Telemetry,
 }
 
 impl Options {
@@ -86,6 +93,7 @@ impl Options {
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
             clock: system_clock(),
+            telemetry: Telemetry::new(),
         }
     }
 }
@@ -160,6 +168,8 @@ pub async fn run(client: kube::Client, options: Options, shutdown: CancellationT
         duration_secs: i32::try_from(options.lease_duration.as_secs()).unwrap_or(i32::MAX),
     };
     let deadline = SignedDuration::try_from(options.renew_deadline).unwrap_or(SignedDuration::MAX);
+    let alive = Alive::start(options.telemetry.clone());
+    let telemetry = &alive.0;
     let mut leading: Option<Leading> = None;
     loop {
         let now = (options.clock)();
@@ -172,9 +182,11 @@ pub async fn run(client: kube::Client, options: Options, shutdown: CancellationT
                     let task = tokio::spawn(reconcile::run(
                         client.clone(),
                         options.clock.clone(),
+                        telemetry.clone(),
                         stop.clone(),
                     ));
                     leading = Some(Leading { stop, task, renewed: now });
+                    telemetry.set_role(Role::Leading);
                 }
             },
             Ok(Campaign::Following(holder)) => {
@@ -182,14 +194,20 @@ pub async fn run(client: kube::Client, options: Options, shutdown: CancellationT
                     tracing::warn!(?holder, "lost the Lease: reconcilers stop");
                     l.end().await;
                 }
+                telemetry.set_role(Role::StandingBy);
             }
             Err(error) => {
                 tracing::warn!(%error, "could not renew or read the Lease");
+                telemetry.campaign_failed();
                 let overdue =
                     leading.as_ref().is_some_and(|l| now.duration_since(l.renewed) > deadline);
                 if overdue && let Some(l) = leading.take() {
                     tracing::warn!("renew deadline passed: reconcilers stop");
                     l.end().await;
+                }
+                if leading.is_none() {
+                    // Not leading and blind to the Lease: not a standby one can count on.
+                    telemetry.set_role(Role::Starting);
                 }
             }
         }

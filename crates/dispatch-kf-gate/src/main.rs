@@ -1,11 +1,13 @@
-//! The `dispatch-kf-gate` binary: flags, configuration, logging, signals; the work is
-//! the library's [`dispatch_kf_gate::run`].
+//! The `dispatch-kf-gate` binary: flags, configuration, logging, signals, the probe
+//! server's listener; the work is the library's [`dispatch_kf_gate::run`] and
+//! [`dispatch_kf_gate::probes::serve`].
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use dispatch_kf_gate::Options;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
@@ -39,6 +41,32 @@ struct Args {
     /// The Lease's duration in seconds; the renew deadline is two thirds of it.
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(3..))]
     lease_duration_seconds: u64,
+    /// Where `/healthz`, `/readyz` and `/metrics` are served (port 0: any free port,
+    /// logged at start).
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    probe_address: SocketAddr,
+    /// How log lines are written to standard error.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// The log line formats.
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for a log collector.
+    Json,
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,kube=warn".into());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().init(),
+    }
 }
 
 async fn client(args: &Args) -> Result<kube::Client, String> {
@@ -82,13 +110,18 @@ async fn shutdown_signal(token: CancellationToken) {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,kube=warn".into()),
-        )
-        .init();
     let args = Args::parse();
+    init_logging(args.log_format);
+    let listener = match tokio::net::TcpListener::bind(args.probe_address).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("dispatch-kf-gate: cannot listen on {}: {e}", args.probe_address);
+            return ExitCode::from(2);
+        }
+    };
+    if let Ok(address) = listener.local_addr() {
+        tracing::info!(%address, "serving /healthz, /readyz and /metrics");
+    }
     let client = match client(&args).await {
         Ok(c) => c,
         Err(e) => {
@@ -102,6 +135,8 @@ async fn main() -> ExitCode {
     options.retry_period = Duration::from_secs((args.lease_duration_seconds / 7).max(1));
     let token = CancellationToken::new();
     tokio::spawn(shutdown_signal(token.clone()));
+    let probes = token.child_token();
+    tokio::spawn(dispatch_kf_gate::probes::serve(listener, options.telemetry.clone(), probes));
     dispatch_kf_gate::run(client, options, token).await;
     ExitCode::SUCCESS
 }

@@ -19,6 +19,7 @@ use kube::runtime::watcher;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::telemetry::{Object, Telemetry};
 use crate::{Clock, GateError};
 
 /// Every Workload is looked at again this often even without a change, so an
@@ -39,6 +40,7 @@ struct Context {
     workload: ApiResource,
     checks: Store<DynamicObject>,
     clock: Clock,
+    telemetry: Telemetry,
 }
 
 impl Context {
@@ -67,6 +69,7 @@ async fn reconcile_workload(
     object: Arc<DynamicObject>,
     cx: Arc<Context>,
 ) -> Result<Action, GateError> {
+    cx.telemetry.reconciled(Object::Workload);
     cx.checks.wait_until_ready().await.map_err(|e| GateError::Malformed(e.to_string()))?;
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
     let name = object.metadata.name.clone().unwrap_or_default();
@@ -74,6 +77,7 @@ async fn reconcile_workload(
     let mut current = as_json(&object)?;
     for check in cx.our_checks() {
         let decision = readmission::decide(&current, &check);
+        cx.telemetry.decided(&decision);
         if decision == Decision::Idle {
             continue;
         }
@@ -95,6 +99,7 @@ async fn reconcile_check(
     object: Arc<DynamicObject>,
     cx: Arc<Context>,
 ) -> Result<Action, GateError> {
+    cx.telemetry.reconciled(Object::AdmissionCheck);
     let current = as_json(&object)?;
     if let Some(body) = readmission::active_apply(&current, &cx.now()) {
         let api: Api<DynamicObject> = Api::all_with(cx.client.clone(), &kueue("AdmissionCheck"));
@@ -105,7 +110,8 @@ async fn reconcile_check(
     Ok(Action::await_change())
 }
 
-fn retry(_: Arc<DynamicObject>, error: &GateError, _: Arc<Context>) -> Action {
+fn retry(object: Object, error: &GateError, cx: &Context) -> Action {
+    cx.telemetry.reconcile_failed(object);
     if error.is_conflict() {
         Action::requeue(AFTER_CONFLICT)
     } else {
@@ -114,8 +120,21 @@ fn retry(_: Arc<DynamicObject>, error: &GateError, _: Arc<Context>) -> Action {
     }
 }
 
+fn retry_workload(_: Arc<DynamicObject>, error: &GateError, cx: Arc<Context>) -> Action {
+    retry(Object::Workload, error, &cx)
+}
+
+fn retry_check(_: Arc<DynamicObject>, error: &GateError, cx: Arc<Context>) -> Action {
+    retry(Object::AdmissionCheck, error, &cx)
+}
+
 /// Runs both reconcilers until `stop` is cancelled.
-pub(crate) async fn run(client: kube::Client, clock: Clock, stop: CancellationToken) {
+pub(crate) async fn run(
+    client: kube::Client,
+    clock: Clock,
+    telemetry: Telemetry,
+    stop: CancellationToken,
+) {
     let check = kueue("AdmissionCheck");
     let workload = kueue("Workload");
     let checks = Controller::new_with(
@@ -128,15 +147,15 @@ pub(crate) async fn run(client: kube::Client, clock: Clock, stop: CancellationTo
         watcher::Config::default(),
         workload.clone(),
     );
-    let cx = Arc::new(Context { client, workload, checks: checks.store(), clock });
-    // Failed reconciles are logged by `retry`; what reaches here is already handled.
+    let cx = Arc::new(Context { client, workload, checks: checks.store(), clock, telemetry });
+    // Failed reconciles are logged and counted by `retry`; what reaches here is already handled.
     let checks = checks
         .graceful_shutdown_on(stop.clone().cancelled_owned())
-        .run(reconcile_check, retry, cx.clone())
+        .run(reconcile_check, retry_check, cx.clone())
         .for_each(|_| futures::future::ready(()));
     let workloads = workloads
         .graceful_shutdown_on(stop.cancelled_owned())
-        .run(reconcile_workload, retry, cx)
+        .run(reconcile_workload, retry_workload, cx)
         .for_each(|_| futures::future::ready(()));
     futures::future::join(checks, workloads).await;
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use dispatch_core::{Backend, ObjectRef};
 use dispatch_kf::KubeflowBackend;
+use dispatch_kf_gate::telemetry::{Role, Telemetry};
 use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Identity, Propagation, Rule, Sim, SimOptions};
@@ -30,6 +31,15 @@ async fn kueue_cluster() -> Sim {
 
 /// Starts a gate replica named `identity`, acting as the sim user of the same name.
 async fn start_gate(sim: &Sim, identity: &str) -> dispatch_kf_gate::Running {
+    start_gate_with(sim, identity, Telemetry::new()).await
+}
+
+/// [`start_gate`], recording into `telemetry`.
+async fn start_gate_with(
+    sim: &Sim,
+    identity: &str,
+    telemetry: Telemetry,
+) -> dispatch_kf_gate::Running {
     sim.add_identity(
         Identity::new(identity)
             .allow(Rule::new(&["*"], "kueue.x-k8s.io", &["*"]))
@@ -40,6 +50,7 @@ async fn start_gate(sim: &Sim, identity: &str) -> dispatch_kf_gate::Running {
     options.lease_duration = Duration::from_secs(LEASE_SECS);
     options.retry_period = Duration::from_millis(50);
     options.clock = std::sync::Arc::new(sim.clock());
+    options.telemetry = telemetry;
     dispatch_kf_gate::spawn(client, options)
 }
 
@@ -300,4 +311,77 @@ async fn a_gate_whose_lease_is_stale_leaves_the_adapter_observe_only_saying_so()
         panic!("{:?}", b.preflight().access)
     };
     assert!(missing.contains("held by gate-a") && missing.contains("expired"), "{missing}");
+}
+
+/// A probe server for `telemetry` on a loopback port, serving until the test ends.
+async fn probe_server(telemetry: &Telemetry) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let forever = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(dispatch_kf_gate::probes::serve(listener, telemetry.clone(), forever));
+    address
+}
+
+/// `GET path` over a fresh connection: the status code and the body.
+async fn http_get(address: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: gate\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+/// The value of one series in a /metrics text.
+fn series(metrics: &str, series: &str) -> Option<f64> {
+    metrics.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[tokio::test]
+async fn the_probes_show_a_standby_then_a_leader_and_the_metrics_count_its_work() {
+    let sim = kueue_cluster().await;
+    let leader = Telemetry::new();
+    let first = start_gate_with(&sim, "gate-a", leader.clone()).await;
+    gate_ready(&sim).await;
+    let standby = Telemetry::new();
+    let (leader_probes, standby_probes) =
+        (probe_server(&leader).await, probe_server(&standby).await);
+    assert_eq!(http_get(standby_probes, "/readyz").await.0, 503, "not started");
+    assert_eq!(http_get(standby_probes, "/healthz").await.0, 503, "not started");
+    let second = start_gate_with(&sim, "gate-b", standby.clone()).await;
+    eventually("gate-b stands by", || (standby.role() == Role::StandingBy).then_some(())).await;
+    assert_eq!(http_get(standby_probes, "/healthz").await.0, 200);
+    assert_eq!(http_get(standby_probes, "/readyz").await.0, 200, "a standby is ready");
+    assert_eq!(http_get(leader_probes, "/readyz").await.0, 200, "the leader is ready");
+
+    let b = kueue_backend(&sim).await;
+    let object = first_admission(&sim, &b).await;
+    let (status, metrics) = http_get(leader_probes, "/metrics").await;
+    assert_eq!(status, 200);
+    assert_eq!(series(&metrics, "dispatch_gate_leading"), Some(1.0), "{metrics}");
+    let reconciles = "dispatch_gate_reconciles_total{object=\"workload\"}";
+    assert!(series(&metrics, reconciles).is_some_and(|n| n >= 1.0), "{metrics}");
+    let checks = "dispatch_gate_reconciles_total{object=\"admission_check\"}";
+    assert!(series(&metrics, checks).is_some_and(|n| n >= 1.0), "{metrics}");
+    let approved = "dispatch_gate_decisions_total{outcome=\"approve\"}";
+    assert!(series(&metrics, approved).is_some_and(|n| n >= 1.0), "{metrics}");
+    let (_, metrics) = http_get(standby_probes, "/metrics").await;
+    assert_eq!(series(&metrics, "dispatch_gate_leading"), Some(0.0), "{metrics}");
+    assert!(!metrics.contains("dispatch_gate_decisions_total{"), "a standby decides nothing");
+    assert!(!metrics.contains("dispatch_gate_reconciles_total{"), "nor reconciles");
+
+    first.abort().await;
+    assert_eq!(http_get(leader_probes, "/healthz").await.0, 503, "the crashed loop is not live");
+    sim.advance(Duration::from_secs(LEASE_SECS + 1));
+    eventually("gate-b leads", || (standby.role() == Role::Leading).then_some(())).await;
+    let (_, metrics) = http_get(standby_probes, "/metrics").await;
+    assert_eq!(series(&metrics, "dispatch_gate_leading"), Some(1.0), "{metrics}");
+    hold_release_runs_as(&sim, &b, &object, "2").await;
+    let (_, metrics) = http_get(standby_probes, "/metrics").await;
+    assert!(series(&metrics, approved).is_some_and(|n| n >= 1.0), "the new leader decides");
+    second.shut_down().await;
+    assert_eq!(http_get(standby_probes, "/readyz").await.0, 503, "shut down");
 }

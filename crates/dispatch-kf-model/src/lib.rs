@@ -4,6 +4,52 @@
 //! Time enters as a `now` parameter and tokens as arguments made by the caller, so the
 //! same inputs always give byte-identical objects and observations. Nothing here talks
 //! to a cluster: the client reads, this crate decides, the Backend composes the two.
+//!
+//! # Classifying a dump
+//!
+//! [`dump::read`] takes what `kubectl get trainjobs,jobsets,jobs,pods -o json` printed
+//! (one List, or several documents); [`classify()`] turns the [`Snapshot`] into one
+//! observation per TrainJob, then one per orphan. Here, a real dump of a job whose two
+//! ranks were OOM-killed, then a preemption by real Kueue in Kueue mode:
+//!
+//! ```
+//! use dispatch_core::{CauseKind, ObjectState, Provenance};
+//! use dispatch_kf_model::{Mode, Options, classify, dump};
+//!
+//! let now = "2026-12-01T16:00:00Z".parse().unwrap();
+//! let bytes = include_bytes!("../../../fixtures/dumps/cluster-oom.json");
+//! let snapshot = dump::read("cluster-oom.json", bytes)?;
+//! let options = Options {
+//!     mode: Mode::Plain,
+//!     // The dump holds no Node: read it as without permission to read Nodes.
+//!     nodes_readable: dump::nodes_readable_by_default(&snapshot),
+//!     backend: "kf".into(),
+//! };
+//! let observations = classify(&snapshot, &options, now);
+//! let [oom] = observations.as_slice() else { panic!("{observations:?}") };
+//! assert_eq!(oom.state, ObjectState::Ended);
+//! assert_eq!(oom.cause.kind, CauseKind::OutOfMemory);
+//! assert_eq!(oom.cause.provenance, Some(Provenance::Scheduler));
+//! assert_eq!(oom.execution.as_ref().map(|e| e.admission), Some(1));
+//! // The same inputs give the same observations, to the byte.
+//! assert_eq!(classify(&snapshot, &options, now), observations);
+//!
+//! let bytes = include_bytes!("../../../fixtures/dumps/cluster-kueue-preempted.json");
+//! let snapshot = dump::read("cluster-kueue-preempted.json", bytes)?;
+//! let kueue = Options { mode: Mode::Kueue, ..options };
+//! let preempted = &classify(&snapshot, &kueue, now)[0];
+//! assert_eq!(preempted.cause.kind, CauseKind::Preempted);
+//!
+//! // What is not a Kubernetes object is refused, naming the file.
+//! let error = dump::read("notes.txt", b"not json").unwrap_err();
+//! assert!(error.is(dispatch_core::Kind::Invalid) && error.message().contains("notes.txt"));
+//! # Ok::<(), dispatch_core::Error>(())
+//! ```
+
+/// The README's example, run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 pub mod answer;
 pub mod capabilities;

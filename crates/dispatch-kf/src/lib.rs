@@ -12,6 +12,67 @@
 //! - Open, Hold, Release: `holds.rs`.
 //! - Watch and the deleted pods' evidence it keeps: `watch.rs`, `evidence.rs`.
 //! - Output and Ceased: `output.rs`.
+//!
+//! # A job on the simulated cluster
+//!
+//! Factory on a `dispatch-kf-sim` cluster with two GPU nodes and the stock
+//! `torch-distributed` runtime, then Start, Open and Inspect through the [`Backend`]
+//! trait, the way a supervisor drives it:
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! use dispatch_core::{Backend, CallContext, JobId, ObjectState, StartRequest};
+//! use dispatch_kf::KubeflowBackend;
+//! use dispatch_kf_client::Cluster;
+//! use dispatch_kf_model::Settings;
+//! use dispatch_kf_sim::{Sim, SimOptions};
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let sim = Sim::start_demo(SimOptions::default(), 2, 8).await?;
+//! sim.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}))?;
+//! let kubeconfig = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml("admin")?)?;
+//! let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+//! let cluster = Cluster::from_kube_config(config, Duration::from_secs(5))?;
+//!
+//! let settings = Settings::from_value(&json!({
+//!     "name": "kf", "namespace": "team-a",
+//!     "runtimes": [{"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}],
+//!     // Factory's preflight probe waits this long for the sim's controllers.
+//!     "timeouts": {"request": "5s", "workload": "2s"},
+//! }))?;
+//! let cx = CallContext::background();
+//! let backend = KubeflowBackend::with_cluster(settings, cluster, &cx).await?;
+//!
+//! let request: StartRequest = serde_json::from_value(json!({
+//!     "job": "01JDQ4V8Z6K3M0B7X2N5R9T1CE", "submission": 1,
+//!     "spec": {"command": ["python", "train.py"], "nodes": 2, "gpusPerNode": 8,
+//!              "extensions": {
+//!                  "dispatch/Image": {"ref": "ghcr.io/acme/train:1.4"},
+//!                  "kubeflow/RuntimeRef":
+//!                      {"kind": "ClusterTrainingRuntime", "name": "torch-distributed"},
+//!              }},
+//! }))?;
+//! let object = backend.start(&cx, &request).await?;
+//! assert_eq!(backend.inspect(&cx, &object).await?.state, ObjectState::Gated);
+//!
+//! let hold_cx = CallContext::with_deadline(std::time::Instant::now() + Duration::from_secs(30));
+//! backend.open(&hold_cx, &object).await?;
+//! sim.settle();
+//! assert_eq!(backend.inspect(&cx, &object).await?.state, ObjectState::Running);
+//! let job = JobId::parse("01JDQ4V8Z6K3M0B7X2N5R9T1CE")?;
+//! assert_eq!(backend.find(&cx, &job).await?.objects.len(), 1);
+//! backend.close().await;
+//! # Ok(())
+//! # }
+//! ```
+
+/// The README's example, compiled as a doc test (it needs a cluster, so it does not run).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 mod coalesce;
 mod edge;

@@ -121,8 +121,13 @@ pub(crate) fn down() -> run::Result {
     Ok(())
 }
 
-/// The gate's ServiceAccount, RBAC and namespace, as a cluster would have them.
-const GATE_RBAC: &str = "crates/dispatch-kf-gate/deploy/rbac.yaml";
+/// The gate's namespace, ServiceAccount and RBAC, as a cluster would have them (the
+/// rest of its kustomization is its Deployment, which runs here as a local process).
+const GATE_RBAC: [&str; 3] = [
+    "crates/dispatch-kf-gate/deploy/namespace.yaml",
+    "crates/dispatch-kf-gate/deploy/serviceaccount.yaml",
+    "crates/dispatch-kf-gate/deploy/rbac.yaml",
+];
 /// The gate's ServiceAccount and namespace, as `GATE_RBAC` names them.
 const GATE_ACCOUNT: (&str, &str) = ("dispatch-system", "dispatch-kf-gate");
 
@@ -141,6 +146,9 @@ pub(crate) fn start_gate() -> run::Result {
         GATE_ACCOUNT.0,
         "--identity",
         "xtask-gate",
+        // Any free port: the probe server must not collide with the machine's others.
+        "--probe-address",
+        "127.0.0.1:0",
     ]);
     let pid = process::spawn(&run_dir(), "dispatch-kf-gate", gate)?;
     // It is ready when its Lease names it.
@@ -154,8 +162,10 @@ pub(crate) fn start_gate() -> run::Result {
 /// Applies the gate's RBAC and writes a kubeconfig with a day's token of its
 /// ServiceAccount into the run folder.
 fn gate_kubeconfig() -> Result<PathBuf, String> {
-    let rbac = run::project_root().join(GATE_RBAC);
-    admin_kubectl(&["apply", "-f", components::path(&rbac)])?;
+    for file in GATE_RBAC {
+        let file = run::project_root().join(file);
+        admin_kubectl(&["apply", "-f", components::path(&file)])?;
+    }
     let (namespace, account) = GATE_ACCOUNT;
     let token = admin_kubectl(&["-n", namespace, "create", "token", account, "--duration=24h"])?;
     let pki = pki::Pki { dir: run_dir().join("pki") };

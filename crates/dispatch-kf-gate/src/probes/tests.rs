@@ -1,0 +1,103 @@
+//! The probe server on a loopback port, its state driven by hand: not running,
+//! starting, standing by, leading, stopped; and the counters after some decisions.
+
+use dispatch_kf_model::readmission::Decision;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::*;
+use crate::telemetry::{Object, Role};
+
+/// A probe server on 127.0.0.1:0 and its address.
+async fn server(telemetry: &Telemetry) -> (std::net::SocketAddr, CancellationToken) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let stop = CancellationToken::new();
+    tokio::spawn(serve(listener, telemetry.clone(), stop.clone()));
+    (address, stop)
+}
+
+/// `GET path` over a fresh connection: the status code and the body.
+pub(crate) async fn get(address: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+async fn codes(address: std::net::SocketAddr) -> (u16, u16) {
+    (get(address, "/healthz").await.0, get(address, "/readyz").await.0)
+}
+
+#[tokio::test]
+async fn health_and_readiness_follow_the_role() {
+    let telemetry = Telemetry::new();
+    let (address, stop) = server(&telemetry).await;
+    assert_eq!(codes(address).await, (503, 503), "not running yet");
+    let alive = crate::telemetry::Alive::start(telemetry.clone());
+    assert_eq!(codes(address).await, (200, 503), "running, not decided");
+    telemetry.set_role(Role::StandingBy);
+    assert_eq!(codes(address).await, (200, 200), "a standby is ready");
+    telemetry.set_role(Role::Leading);
+    assert_eq!(codes(address).await, (200, 200), "leading");
+    telemetry.set_role(Role::Starting);
+    assert_eq!(codes(address).await, (200, 503), "cannot read the Lease, not leading");
+    drop(alive);
+    assert_eq!(codes(address).await, (503, 503), "the loop returned");
+    assert_eq!(get(address, "/nothing").await.0, 404);
+    stop.cancel();
+}
+
+fn value(metrics: &str, series: &str) -> Option<f64> {
+    metrics.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[tokio::test]
+async fn metrics_count_reconciles_decisions_errors_and_leadership() {
+    let telemetry = Telemetry::new();
+    let (address, stop) = server(&telemetry).await;
+    let _alive = crate::telemetry::Alive::start(telemetry.clone());
+    telemetry.set_role(Role::StandingBy);
+    let (status, metrics) = get(address, "/metrics").await;
+    assert_eq!(status, 200);
+    assert_eq!(value(&metrics, "dispatch_gate_leading"), Some(0.0), "{metrics}");
+    assert!(metrics.ends_with("# EOF\n"), "{metrics}");
+
+    telemetry.set_role(Role::Leading);
+    for _ in 0..3 {
+        telemetry.reconciled(Object::Workload);
+    }
+    telemetry.reconciled(Object::AdmissionCheck);
+    let approve = Decision::Approve { admission: 1, releases: 0, pod_set: "node".into() };
+    telemetry.decided(&approve);
+    telemetry.decided(&Decision::Wait { message: "waiting for Release".into() });
+    telemetry.decided(&Decision::Wait { message: "waiting for Open".into() });
+    telemetry.decided(&Decision::Idle);
+    telemetry.reconcile_failed(Object::Workload);
+    telemetry.campaign_failed();
+
+    let (_, metrics) = get(address, "/metrics").await;
+    let expected = [
+        ("dispatch_gate_leading", 1.0),
+        ("dispatch_gate_reconciles_total{object=\"workload\"}", 3.0),
+        ("dispatch_gate_reconciles_total{object=\"admission_check\"}", 1.0),
+        ("dispatch_gate_decisions_total{outcome=\"approve\"}", 1.0),
+        ("dispatch_gate_decisions_total{outcome=\"wait\"}", 2.0),
+        ("dispatch_gate_decisions_total{outcome=\"idle\"}", 1.0),
+        ("dispatch_gate_errors_total{step=\"workload\"}", 1.0),
+        ("dispatch_gate_errors_total{step=\"lease\"}", 1.0),
+    ];
+    for (series, want) in expected {
+        assert_eq!(value(&metrics, series), Some(want), "{series} in\n{metrics}");
+    }
+    assert_eq!(value(&metrics, "dispatch_gate_decisions_total{outcome=\"use_up_releases\"}"), None);
+    for name in ["reconciles", "decisions", "errors"] {
+        assert!(metrics.contains(&format!("# TYPE dispatch_gate_{name} counter")), "{metrics}");
+    }
+    assert!(metrics.contains("# TYPE dispatch_gate_leading gauge"), "{metrics}");
+    stop.cancel();
+}
