@@ -9,6 +9,8 @@
 //! - `cargo xtask cluster up|gate|down|build`: the real control plane (docs/real-cluster.md).
 //! - `cargo xtask fidelity`: the suite on the sim and on the real control plane, side by side.
 //! - `cargo xtask fixtures cluster`: keeps those real dumps as `fixtures/dumps/cluster-*.json`.
+//! - `cargo xtask soak [JOBS] [SEED]`: one Backend through 200 jobs under random faults
+//!   on the sim, its invariants checked after every step (docs/benchmarks.md).
 //! - `cargo xtask install`: installs `dispatch-kf` and the kubectl plugin `kubectl-dispatch`.
 //!
 //! `tidy.rs` holds checks on the codebase itself, and `deps.rs` checks of the library
@@ -28,7 +30,7 @@ mod tidy;
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: cargo xtask <test|ci|bench classify|e2e|cluster|fidelity|fixtures|install>
+    "usage: cargo xtask <test|ci|bench classify|e2e|cluster|fidelity|fixtures|soak|install>
 
   test             run every test of the workspace
   ci [--real]      cargo fmt --check, clippy -D warnings, cargo doc, then test; with
@@ -43,6 +45,9 @@ const USAGE: &str =
                    the e2e suite on the sim and the real control plane, side by side
   fixtures cluster [--from-records]
                    keep the dumps the suite ended with on the real control plane
+  soak [JOBS] [SEED]
+                   one Backend through JOBS jobs (200) under random faults on the sim,
+                   checking the supervisor's invariants and memory; non-zero on a violation
   install          cargo install dispatch-kf and the kubectl plugin kubectl-dispatch,
                    with shell completions and man pages";
 
@@ -56,6 +61,7 @@ fn main() -> ExitCode {
         Some("cluster") => cluster::run(&args[1..]),
         Some("fidelity") => fidelity::run(&args[1..]),
         Some("fixtures") => fidelity::fixtures(&args[1..]),
+        Some("soak") => soak(&args[1..]),
         Some("install") => install::run(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
@@ -95,4 +101,11 @@ fn ci(args: &[String]) -> run::Result {
     )?;
     test(&[])?;
     if real { e2e::run(&["--real".to_owned()]) } else { Ok(()) }
+}
+
+/// The soak, built as the tests are (`crates/dispatch-kf-testkit/src/bin/soak.rs`).
+fn soak(args: &[String]) -> run::Result {
+    let mut cargo = vec!["run", "--locked", "-p", "dispatch-kf-testkit", "--bin", "soak", "--"];
+    cargo.extend(args.iter().map(String::as_str));
+    run::cargo(&cargo)
 }

@@ -44,8 +44,8 @@ struct Context {
 }
 
 impl Context {
-    fn now(&self) -> String {
-        (self.clock)().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    fn now(&self) -> jiff::Timestamp {
+        (self.clock)()
     }
 
     /// The names of the AdmissionChecks dispatch's gate serves.
@@ -86,7 +86,7 @@ async fn reconcile_workload(
             let written = api.patch(&name, &PatchParams::default(), &Patch::Merge(&record)).await?;
             current = as_json(&written)?;
         }
-        if let Some(body) = readmission::check_apply(&current, &check, &decision, &cx.now()) {
+        if let Some(body) = readmission::check_apply(&current, &check, &decision, cx.now()) {
             let written = api.patch_status(&name, &apply_params(), &Patch::Apply(&body)).await?;
             current = as_json(&written)?;
         }
@@ -101,7 +101,7 @@ async fn reconcile_check(
 ) -> Result<Action, GateError> {
     cx.telemetry.reconciled(Object::AdmissionCheck);
     let current = as_json(&object)?;
-    if let Some(body) = readmission::active_apply(&current, &cx.now()) {
+    if let Some(body) = readmission::active_apply(&current, cx.now()) {
         let api: Api<DynamicObject> = Api::all_with(cx.client.clone(), &kueue("AdmissionCheck"));
         let name = object.metadata.name.clone().unwrap_or_default();
         api.patch_status(&name, &apply_params(), &Patch::Apply(&body)).await?;

@@ -18,6 +18,7 @@
 //! records an approval before it writes the check, so a crash between the two leaves a
 //! Workload that waits for a Release rather than one that runs twice.
 
+use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::classify::execution::parse_counter;
@@ -161,8 +162,14 @@ pub fn record(workload: &Value, decision: &Decision) -> Option<Value> {
 /// gate's own entry of `status.admissionChecks`); `None` when the check is not written.
 /// It carries the resource version of `workload`, so it applies only to the Workload
 /// the decision was made on (after [`record`], pass the Workload that write returned).
-/// `now` is the transition time, RFC 3339.
-pub fn check_apply(workload: &Value, check: &str, decision: &Decision, now: &str) -> Option<Value> {
+/// `now` is the transition time.
+pub fn check_apply(
+    workload: &Value,
+    check: &str,
+    decision: &Decision,
+    now: Timestamp,
+) -> Option<Value> {
+    let now = transition_time(now);
     let entry = match decision {
         Decision::Approve { admission, pod_set, .. } => json!({
             "name": check, "state": "Ready", "lastTransitionTime": now,
@@ -193,10 +200,11 @@ pub fn is_dispatch_check(admission_check: &Value) -> bool {
 
 /// The server-side apply body that marks an AdmissionCheck served (`Active=True`);
 /// `None` when it already is or is not dispatch's.
-pub fn active_apply(admission_check: &Value, now: &str) -> Option<Value> {
+pub fn active_apply(admission_check: &Value, now: Timestamp) -> Option<Value> {
     if !is_dispatch_check(admission_check) || has_true_condition(admission_check, "Active") {
         return None;
     }
+    let now = transition_time(now);
     let name = admission_check.pointer("/metadata/name").cloned().unwrap_or_default();
     Some(json!({
         "apiVersion": keys::KUEUE_API_VERSION, "kind": "AdmissionCheck",
@@ -206,6 +214,12 @@ pub fn active_apply(admission_check: &Value, now: &str) -> Option<Value> {
             "message": "served by dispatch-kf-gate",
         }]},
     }))
+}
+
+/// A condition's `lastTransitionTime`: RFC 3339 in whole seconds, as the apiserver
+/// keeps it.
+fn transition_time(now: Timestamp) -> String {
+    now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 #[cfg(test)]

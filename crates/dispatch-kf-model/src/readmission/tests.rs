@@ -129,7 +129,8 @@ fn an_approval_is_recorded_then_applied_as_the_gate_s_own_entry() {
         json!({"metadata": {"resourceVersion": "7", "annotations": {
             keys::ANN_GATE_ADMISSIONS: "1", keys::ANN_GATE_RELEASES_SEEN: "0"}}})
     );
-    let applied = check_apply(&wl, CHECK, &decision, "2026-11-29T12:00:00Z").unwrap();
+    let applied =
+        check_apply(&wl, CHECK, &decision, "2026-11-29T12:00:00Z".parse().unwrap()).unwrap();
     let entries = applied["status"]["admissionChecks"].as_array().unwrap();
     assert_eq!(entries.len(), 1, "only the gate's own entry");
     assert_eq!(entries[0]["state"], "Ready");
@@ -145,7 +146,7 @@ fn a_wait_is_a_retry_with_a_delay_and_records_nothing() {
     let wl = workload("Pending", true, json!({keys::ANN_HOLD_INSTANCE: "1"}));
     let decision = decide(&wl, CHECK);
     assert_eq!(record(&wl, &decision), None);
-    let applied = check_apply(&wl, CHECK, &decision, "t").unwrap();
+    let applied = check_apply(&wl, CHECK, &decision, jiff::Timestamp::UNIX_EPOCH).unwrap();
     assert_eq!(applied["status"]["admissionChecks"][0]["state"], "Retry");
     assert_eq!(applied["status"]["admissionChecks"][0]["requeueAfterSeconds"], 60);
 }
@@ -154,13 +155,13 @@ fn a_wait_is_a_retry_with_a_delay_and_records_nothing() {
 fn only_dispatch_s_inactive_admission_checks_are_marked_active() {
     let ours =
         json!({"metadata": {"name": "c"}, "spec": {"controllerName": keys::GATE_CONTROLLER_NAME}});
-    let applied = active_apply(&ours, "t").unwrap();
+    let applied = active_apply(&ours, jiff::Timestamp::UNIX_EPOCH).unwrap();
     assert_eq!(applied["status"]["conditions"][0]["status"], "True");
     let mut active = ours.clone();
     active["status"] = json!({"conditions": [{"type": "Active", "status": "True"}]});
-    assert_eq!(active_apply(&active, "t"), None);
+    assert_eq!(active_apply(&active, jiff::Timestamp::UNIX_EPOCH), None);
     let foreign = json!({"metadata": {"name": "c"}, "spec": {"controllerName": "example.com/x"}});
-    assert_eq!(active_apply(&foreign, "t"), None);
+    assert_eq!(active_apply(&foreign, jiff::Timestamp::UNIX_EPOCH), None);
 }
 
 /// The whole story on one Workload: first admission, a preemption, a Hold and Release,
