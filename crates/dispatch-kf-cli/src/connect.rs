@@ -1,30 +1,35 @@
-//! What every command that talks to a cluster shares: the settings file, kubectl-style
-//! overrides, the call's deadline, and Factory.
+//! What every command that talks to a cluster shares: the settings (`settings.rs`),
+//! kubectl-style overrides, the call's deadline, and Factory.
 
 use std::time::Instant;
 
 use dispatch_core::{CallContext, Error, ObjectKind, ObjectRef, Result, Timespan};
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_model::Settings;
-use dispatch_kf_model::settings::Kubeconfig;
 
-use crate::output;
+use crate::settings;
 
 /// `--settings` and the overrides kubectl users expect.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct ClusterArgs {
-    /// The adapter's settings (JSON or YAML).
-    #[arg(long, value_name = "FILE")]
-    settings: String,
+    /// The adapter's settings (JSON or YAML). Without it: the platform's
+    /// dispatch-kf/settings.yaml (~/.config on Linux) when it exists, else defaults
+    /// taken from the kubeconfig.
+    #[arg(long, value_name = "FILE", env = "DISPATCH_KF_SETTINGS")]
+    settings: Option<String>,
     /// Overrides the settings' kubeconfig file.
     #[arg(long, value_name = "FILE")]
     kubeconfig: Option<String>,
     /// Overrides the settings' kubeconfig context.
     #[arg(long)]
     context: Option<String>,
-    /// Overrides the settings' namespace.
+    /// Overrides the settings' namespace; without either, the context's.
     #[arg(short = 'n', long)]
     namespace: Option<String>,
+    /// A runtime jobs may run on, KIND/NAME (repeatable); replaces the settings'
+    /// runtimes (default: ClusterTrainingRuntime/torch-distributed).
+    #[arg(long = "runtime", value_name = "KIND/NAME")]
+    runtimes: Vec<String>,
     /// The call's deadline (Go notation: 30s, 5m).
     #[arg(long, value_name = "DURATION")]
     timeout: Option<String>,
@@ -41,20 +46,15 @@ pub(crate) enum Need {
 
 impl ClusterArgs {
     /// The settings, with the command line's overrides.
-    pub(crate) fn settings(&self, need: Need) -> Result<Settings> {
-        let bytes = output::read_input(&self.settings)?;
-        let mut settings = Settings::read(&bytes).map_err(|e| e.context(&self.settings))?;
-        if self.kubeconfig.is_some() || self.context.is_some() {
-            let base =
-                settings.kubeconfig.take().unwrap_or(Kubeconfig { path: None, context: None });
-            settings.kubeconfig = Some(Kubeconfig {
-                path: self.kubeconfig.clone().or(base.path),
-                context: self.context.clone().or(base.context),
-            });
-        }
-        if let Some(ns) = &self.namespace {
-            settings.namespace = ns.clone();
-        }
+    pub(crate) async fn settings(&self, need: Need) -> Result<Settings> {
+        let source = settings::locate(self.settings.as_deref(), settings::config_dir().as_deref());
+        let overrides = settings::Overrides {
+            kubeconfig: self.kubeconfig.as_deref(),
+            context: self.context.as_deref(),
+            namespace: self.namespace.as_deref(),
+            runtimes: &self.runtimes,
+        };
+        let mut settings = settings::resolve(&source, &overrides).await?;
         if need == Need::Read {
             settings.read_only = true;
         }
@@ -75,7 +75,7 @@ impl ClusterArgs {
 
     /// Factory, within the call's deadline.
     pub(crate) async fn backend(&self, need: Need, cx: &CallContext) -> Result<KubeflowBackend> {
-        KubeflowBackend::new(self.settings(need)?, cx).await
+        KubeflowBackend::new(self.settings(need).await?, cx).await
     }
 }
 

@@ -17,6 +17,7 @@ mod observe;
 mod output;
 mod preflight;
 mod render;
+mod settings;
 mod shell;
 mod sim;
 mod table;

@@ -114,7 +114,7 @@ pub(crate) struct StopJobArgs {
 pub(crate) fn stop_job(args: StopJobArgs) -> Result<()> {
     let job = JobId::parse(&args.job)?;
     block_on(output::until_interrupted(Some(STOP_JOB_INTERRUPTED), async {
-        let settings = args.cluster.settings(Need::Write)?;
+        let settings = args.cluster.settings(Need::Write).await?;
         let cx = args.cluster.call(settings.timeouts.stop_job)?;
         let backend = args.cluster.backend(Need::Write, &cx).await?;
         backend.stop_job(&cx, &job).await

@@ -15,9 +15,7 @@ fn job(text: &str) -> Result<JobId> {
 
 /// `find JOB`: every object of the job, orphans included.
 #[derive(clap::Args)]
-#[command(
-    after_help = "Example:\n  dispatch-kf find --settings settings.json 01JDQ4V8Z6K3M0B7X2N5R9T1CE"
-)]
+#[command(after_help = "Example:\n  dispatch-kf find 01JDQ4V8Z6K3M0B7X2N5R9T1CE")]
 pub(crate) struct FindArgs {
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -54,9 +52,7 @@ pub(crate) fn find(args: FindArgs) -> Result<()> {
 
 /// `status JOB`: the object-only status: running when any object is alive.
 #[derive(clap::Args)]
-#[command(
-    after_help = "Example:\n  dispatch-kf status --settings settings.json 01JDQ4V8Z6K3M0B7X2N5R9T1CE"
-)]
+#[command(after_help = "Example:\n  dispatch-kf status 01JDQ4V8Z6K3M0B7X2N5R9T1CE")]
 pub(crate) struct StatusArgs {
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -88,7 +84,7 @@ pub(crate) fn status(args: StatusArgs) -> Result<()> {
 /// `inspect REF`: one object.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Example:\n  dispatch-kf inspect --settings settings.json training/dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1@<uid>"
+    after_help = "Example:\n  dispatch-kf inspect training/dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1@<uid>"
 )]
 pub(crate) struct InspectArgs {
     #[command(flatten)]
@@ -115,9 +111,7 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<()> {
 
 /// `watch JOB`: a line (or a JSON object) per observation, until interrupted.
 #[derive(clap::Args)]
-#[command(
-    after_help = "Example:\n  dispatch-kf watch --settings settings.json -o json 01JDQ4V8Z6K3M0B7X2N5R9T1CE"
-)]
+#[command(after_help = "Example:\n  dispatch-kf watch -o json 01JDQ4V8Z6K3M0B7X2N5R9T1CE")]
 pub(crate) struct WatchArgs {
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -161,9 +155,7 @@ pub(crate) fn watch(args: WatchArgs) -> Result<()> {
 
 /// `logs JOB --submission N [-f]`: rank 0's log of the submission's current execution.
 #[derive(clap::Args)]
-#[command(
-    after_help = "Example:\n  dispatch-kf logs --settings settings.json 01JDQ4V8Z6K3M0B7X2N5R9T1CE --submission 1 -f"
-)]
+#[command(after_help = "Example:\n  dispatch-kf logs 01JDQ4V8Z6K3M0B7X2N5R9T1CE --submission 1 -f")]
 pub(crate) struct LogsArgs {
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -196,7 +188,7 @@ pub(crate) fn logs(args: LogsArgs) -> Result<()> {
 /// or out of service.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Example:\n  dispatch-kf ceased --settings settings.json training/dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1@<uid>"
+    after_help = "Example:\n  dispatch-kf ceased training/dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1@<uid>"
 )]
 pub(crate) struct CeasedArgs {
     #[command(flatten)]

@@ -168,5 +168,5 @@ fn the_kubectl_plugin_says_kubectl_dispatch() {
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("Usage: kubectl dispatch find"), "{help}");
-    assert!(help.contains("  kubectl dispatch find --settings"), "{help}");
+    assert!(help.contains("  kubectl dispatch find 01JDQ4V8Z6K3M0B7X2N5R9T1CE"), "{help}");
 }

@@ -14,6 +14,22 @@ fn find(served: &common::Served, format: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
+/// Issue 19: a read needs no settings file; the kubeconfig's context is enough.
+#[test]
+fn find_with_only_a_kubeconfig_reads_the_current_contexts_namespace() {
+    let served = common::Served::start("find-kubeconfig-only");
+    let out =
+        served.command_with_kubeconfig_only("find").args(["-o", "json", JOB]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let found: Discovery = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found.job.as_str(), JOB);
+    let bad =
+        served.command_with_kubeconfig_only("find").args(["--runtime", "torch", JOB]).output();
+    let bad = bad.unwrap();
+    assert_eq!(bad.status.code(), Some(3), "a usage the command refuses is Invalid");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--runtime \"torch\" is not KIND/NAME"));
+}
+
 #[test]
 fn find_off_a_terminal_prints_the_same_object_as_with_o_json() {
     let served = common::Served::start("find-shape");

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use dispatch_core::{CallContext, Error, Result};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use dispatch_kf_model::settings::Kubeconfig;
+use kube::config::{KubeConfigOptions, Kubeconfig as KubeconfigFile};
 
 use crate::error_map::{
     Case, DEADLINE_PASSED, Outcome, RequestClass, before_sending, case, sentinel,
@@ -23,6 +24,33 @@ pub struct ClusterConfig {
     pub context: Option<String>,
     /// How long one unary request may wait for its answer.
     pub request_timeout: Duration,
+}
+
+impl ClusterConfig {
+    /// The configuration the settings' `kubeconfig` names (`~/` in its path is the home
+    /// directory), each request given `request_timeout`.
+    pub fn of(kubeconfig: Option<&Kubeconfig>, request_timeout: Duration) -> ClusterConfig {
+        ClusterConfig {
+            kubeconfig: kubeconfig.and_then(|k| k.path.as_deref()).map(expand_home),
+            context: kubeconfig.and_then(|k| k.context.clone()),
+            request_timeout,
+        }
+    }
+
+    /// The namespace kubectl would use without `-n`: the context's, or the service
+    /// account's in a pod, else `default`. A configuration that cannot load is
+    /// `Invalid`.
+    pub async fn default_namespace(&self) -> Result<String> {
+        Ok(load(self).await?.default_namespace)
+    }
+}
+
+/// `~/...` in a kubeconfig path means the home directory.
+fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
 }
 
 /// The apiserver, as two kube clients: one for unary requests (with a read timeout, so
@@ -222,7 +250,7 @@ async fn load(config: &ClusterConfig) -> Result<kube::Config> {
     };
     match &config.kubeconfig {
         Some(path) => {
-            let file = Kubeconfig::read_from(path)
+            let file = KubeconfigFile::read_from(path)
                 .map_err(|e| invalid(format!("cannot load kubeconfig {}", path.display()), e))?;
             kube::Config::from_custom_kubeconfig(file, &options)
                 .await

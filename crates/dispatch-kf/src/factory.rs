@@ -111,15 +111,8 @@ impl KubeflowBackend {
     /// permissions, runs the preflight probe (unless read-only), and decides whether
     /// the Backend writes.
     pub async fn new(settings: Settings, cx: &CallContext) -> Result<KubeflowBackend> {
-        let config = ClusterConfig {
-            kubeconfig: settings
-                .kubeconfig
-                .as_ref()
-                .and_then(|k| k.path.as_deref())
-                .map(expand_home),
-            context: settings.kubeconfig.as_ref().and_then(|k| k.context.clone()),
-            request_timeout: settings.timeouts.request.to_std().unwrap_or(Duration::from_secs(30)),
-        };
+        let timeout = settings.timeouts.request.to_std().unwrap_or(Duration::from_secs(30));
+        let config = ClusterConfig::of(settings.kubeconfig.as_ref(), timeout);
         let cluster = Cluster::connect(&config).await?;
         KubeflowBackend::with_cluster(settings, cluster, cx).await
     }
@@ -402,14 +395,6 @@ async fn prove_readmission_gate(
         lease: lease.as_ref(),
     };
     Ok(prove_gate(&objects, &kueue.queue, &kueue.admission_check, edge::now()))
-}
-
-/// `~/...` in a kubeconfig path means the home directory.
-fn expand_home(path: &str) -> std::path::PathBuf {
-    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) => std::path::PathBuf::from(home).join(rest),
-        _ => std::path::PathBuf::from(path),
-    }
 }
 
 #[cfg(test)]

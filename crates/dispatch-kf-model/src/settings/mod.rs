@@ -124,7 +124,14 @@ const TOP: &[&str] = &[
 impl Settings {
     /// Reads settings from JSON or YAML bytes.
     pub fn read(bytes: &[u8]) -> Result<Settings, Error> {
-        Settings::from_value(&strict::parse_document("settings", bytes)?)
+        Settings::from_value(&Settings::read_document(bytes)?)
+    }
+
+    /// Parses JSON or YAML bytes into the settings document, without validating it: for
+    /// a caller that changes the document (the command line's overrides) before
+    /// [`Settings::from_value`].
+    pub fn read_document(bytes: &[u8]) -> Result<Value, Error> {
+        strict::parse_document("settings", bytes)
     }
 
     /// Reads settings from a parsed document, applying defaults and validation.
