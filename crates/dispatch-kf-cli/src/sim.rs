@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use dispatch_core::{Error, Result};
+use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Sim, SimOptions};
 
 use crate::connect::block_on;
@@ -38,9 +39,10 @@ struct ServeArgs {
     /// GPUs (`nvidia.com/gpu`) per node.
     #[arg(long, default_value_t = 8)]
     gpus: u32,
-    /// Also install Kueue's objects: a ResourceFlavor, a ClusterQueue with GPU quota
-    /// whose admission checks list `dispatch-readmission`, that AdmissionCheck, and the
-    /// LocalQueue `team-a` in the default namespace.
+    /// Serve Kueue's API and install Kueue's objects: a ResourceFlavor, a ClusterQueue
+    /// with GPU quota whose admission checks list `dispatch-readmission`, that
+    /// AdmissionCheck, and the LocalQueue `team-a` in the default namespace. Without
+    /// it, Kueue's API is not served, as on a cluster without Kueue.
     #[arg(long)]
     kueue: bool,
     /// With --kueue, also run the readmission gate controller (dispatch-kf-gate)
@@ -57,12 +59,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
 
 impl ServeArgs {
     async fn run(self) -> Result<()> {
-        let options = SimOptions {
-            start: jiff::Timestamp::now(),
-            // kubectl sends no token over plain http: let it in as admin.
-            anonymous: Some("admin".to_owned()),
-            ..SimOptions::default()
-        };
+        let options = self.options();
         let failed = |e: &dyn std::fmt::Display| {
             Error::unreachable(format!("the simulated cluster failed: {e}"))
         };
@@ -94,6 +91,24 @@ impl ServeArgs {
             gate.shut_down().await;
         }
         stopped.map_err(|e| Error::unreachable(format!("cannot wait for Ctrl-C: {e}")))
+    }
+}
+
+impl ServeArgs {
+    /// The simulated cluster's options: its clock at the wall clock's now, kubectl let
+    /// in, and Kueue's API served only with `--kueue`, so that a plain-mode preflight
+    /// does not wait `timeouts.workload` to prove that a Kueue nobody asked for leaves
+    /// its TrainJobs alone.
+    fn options(&self) -> SimOptions {
+        let unserved =
+            if self.kueue { Vec::new() } else { vec![keys::KUEUE_API_VERSION.to_owned()] };
+        SimOptions {
+            start: jiff::Timestamp::now(),
+            // kubectl sends no token over plain http: let it in as admin.
+            anonymous: Some("admin".to_owned()),
+            unserved,
+            ..SimOptions::default()
+        }
     }
 }
 
@@ -160,6 +175,16 @@ async fn read_console(sim: Arc<Sim>) {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn kueues_api_is_served_only_with_kueue() {
+        let serve =
+            |kueue| ServeArgs { kubeconfig_out: None, nodes: 1, gpus: 8, kueue, gate: false };
+        assert_eq!(serve(false).options().unserved, [keys::KUEUE_API_VERSION]);
+        assert!(serve(true).options().unserved.is_empty());
+    }
+
     #[test]
     fn the_kueue_setup_names_the_gates_controller_and_takes_the_quota() {
         let setup = dispatch_kf_sim::kueue_setup(16);
