@@ -19,6 +19,9 @@ use crate::error_map::{Case, RequestClass};
 use crate::resources::Resource;
 use dispatch_kf_model::gates::Edit;
 
+/// A request as kube's builders make it, or why they could not.
+type Built = std::result::Result<http::Request<Vec<u8>>, kube::core::request::Error>;
+
 /// How many times a list restarts after its resource version expired.
 pub const LIST_RESTARTS: usize = 3;
 /// How many tries a read-modify-write makes in all before a conflict is final.
@@ -95,10 +98,7 @@ impl Objects<'_> {
         cx: &CallContext,
         class: RequestClass,
         what: &str,
-        build: impl FnOnce(
-            &Request,
-        )
-            -> std::result::Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+        build: impl FnOnce(&Request) -> Built,
         decode: impl FnOnce(&[u8]) -> serde_json::Result<T>,
     ) -> std::result::Result<T, Failed> {
         let request = build(&self.request()).map_err(kube::Error::BuildRequest);
@@ -173,10 +173,7 @@ impl Objects<'_> {
         cx: &CallContext,
         verb: &str,
         selector: &str,
-        build: impl Fn(
-            &Request,
-        )
-            -> std::result::Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+        build: impl Fn(&Request) -> Built,
         decode: impl Fn(&[u8]) -> serde_json::Result<T>,
     ) -> Result<T> {
         let what = self.what(verb, &format!("-l {selector:?}"));

@@ -1,7 +1,7 @@
 //! The shapes one Kubernetes object is read into: metadata, conditions, container
 //! statuses and the few spec and status fields classification reads.
 //!
-//! [`RawObject`] is the union of what any kind needs, because an object's `kind` may
+//! `RawObject` is the union of what any kind needs, because an object's `kind` may
 //! come after its `spec` and `status` in the bytes; [`crate::view`] then splits it
 //! into one view per kind. Every field is lenient ([`crate::lenient`]).
 

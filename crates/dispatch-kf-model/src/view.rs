@@ -1,6 +1,6 @@
 //! One view per kind of what classification reads: [`TrainJob`], [`JobSet`],
 //! [`Workload`], [`Pod`], [`Node`] and the runtime copy ([`RuntimeCopy`]), split out of a
-//! [`RawObject`] by its `kind`.
+//! `RawObject` by its `kind`.
 
 use crate::lenient::{Flag, Str, Text};
 use crate::object::{
