@@ -14,12 +14,12 @@
 //!
 //! ```
 //! use dispatch_core::{CauseKind, ObjectState, Provenance};
-//! use dispatch_kf_model::{Mode, Options, classify, dump};
+//! use dispatch_kf_model::{ClassifyOptions, Mode, classify, dump};
 //!
 //! let now = "2026-12-01T16:00:00Z".parse().unwrap();
 //! let bytes = include_bytes!("../../../fixtures/dumps/cluster-oom.json");
 //! let snapshot = dump::read("cluster-oom.json", bytes)?;
-//! let options = Options {
+//! let options = ClassifyOptions {
 //!     mode: Mode::Plain,
 //!     // The dump holds no Node: read it as without permission to read Nodes.
 //!     nodes_readable: dump::nodes_readable_by_default(&snapshot),
@@ -36,7 +36,7 @@
 //!
 //! let bytes = include_bytes!("../../../fixtures/dumps/cluster-kueue-preempted.json");
 //! let snapshot = dump::read("cluster-kueue-preempted.json", bytes)?;
-//! let kueue = Options { mode: Mode::Kueue, ..options };
+//! let kueue = ClassifyOptions { mode: Mode::Kueue, ..options };
 //! let preempted = &classify(&snapshot, &kueue, now)[0];
 //! assert_eq!(preempted.cause.kind, CauseKind::Preempted);
 //!
