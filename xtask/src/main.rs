@@ -10,6 +10,8 @@
 //! - `cargo xtask fidelity`: the suite on the sim and on the real control plane, side by side.
 //! - `cargo xtask fixtures cluster`: keeps those real dumps as `fixtures/dumps/cluster-*.json`.
 //! - `cargo xtask install`: installs `dispatch-kf` and the kubectl plugin `kubectl-dispatch`.
+//! - `cargo xtask fuzz [SECONDS]`: every `cargo fuzz` target of `fuzz/` briefly, on
+//!   nightly; not part of `test` or `ci` (docs/fuzzing.md).
 //!
 //! `tidy.rs` holds checks on the codebase itself, and `deps.rs` checks of the library
 //! crates as an outside crate depends on them, both run as tests.
@@ -20,6 +22,7 @@ mod cluster;
 mod deps;
 mod e2e;
 mod fidelity;
+mod fuzz;
 mod install;
 mod run;
 #[cfg(test)]
@@ -28,7 +31,7 @@ mod tidy;
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: cargo xtask <test|ci|bench classify|e2e|cluster|fidelity|fixtures|install>
+    "usage: cargo xtask <test|ci|bench classify|e2e|cluster|fidelity|fixtures|install|fuzz>
 
   test             run every test of the workspace
   ci [--real]      cargo fmt --check, clippy -D warnings, cargo doc, then test; with
@@ -44,7 +47,9 @@ const USAGE: &str =
   fixtures cluster [--from-records]
                    keep the dumps the suite ended with on the real control plane
   install          cargo install dispatch-kf and the kubectl plugin kubectl-dispatch,
-                   with shell completions and man pages";
+                   with shell completions and man pages
+  fuzz [SECONDS]   run every cargo-fuzz target of fuzz/ for SECONDS (default 30) on
+                   nightly, one after another; fails on any crash. Not part of test or ci";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -57,6 +62,7 @@ fn main() -> ExitCode {
         Some("fidelity") => fidelity::run(&args[1..]),
         Some("fixtures") => fidelity::fixtures(&args[1..]),
         Some("install") => install::run(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);
