@@ -12,6 +12,8 @@
 //! - `cargo xtask soak [JOBS] [SEED]`: one Backend through 200 jobs under random faults
 //!   on the sim, its invariants checked after every step (docs/benchmarks.md).
 //! - `cargo xtask install`: installs `dispatch-kf` and the kubectl plugin `kubectl-dispatch`.
+//! - `cargo xtask fuzz [SECONDS]`: every `cargo fuzz` target of `fuzz/` briefly, on
+//!   nightly; not part of `test` or `ci` (docs/fuzzing.md).
 //!
 //! `tidy.rs` holds checks on the codebase itself, and `deps.rs` checks of the library
 //! crates as an outside crate depends on them, both run as tests.
@@ -22,6 +24,7 @@ mod cluster;
 mod deps;
 mod e2e;
 mod fidelity;
+mod fuzz;
 mod install;
 mod run;
 #[cfg(test)]
@@ -30,7 +33,7 @@ mod tidy;
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: cargo xtask <test|ci|bench classify|e2e|cluster|fidelity|fixtures|soak|install>
+    "usage: cargo xtask <test|ci|bench classify|e2e|cluster|fidelity|fixtures|soak|install|fuzz>
 
   test             run every test of the workspace
   ci [--real]      cargo fmt --check, clippy -D warnings, cargo doc, then test; with
@@ -49,7 +52,9 @@ const USAGE: &str =
                    one Backend through JOBS jobs (200) under random faults on the sim,
                    checking the supervisor's invariants and memory; non-zero on a violation
   install          cargo install dispatch-kf and the kubectl plugin kubectl-dispatch,
-                   with shell completions and man pages";
+                   with shell completions and man pages
+  fuzz [SECONDS]   run every cargo-fuzz target of fuzz/ for SECONDS (default 30) on
+                   nightly, one after another; fails on any crash. Not part of test or ci";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -63,6 +68,7 @@ fn main() -> ExitCode {
         Some("fixtures") => fidelity::fixtures(&args[1..]),
         Some("soak") => soak(&args[1..]),
         Some("install") => install::run(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);

@@ -1,5 +1,8 @@
 //! Checks on the codebase itself, run as a test by `cargo xtask test`.
 //!
+//! The checks of every `.rs` file read `crates/`, `xtask/` and the fuzz targets of
+//! `fuzz/` (not its build folder, `fuzz/target`).
+//!
 //! - every `.rs` file starts with a `//!` doc saying what it holds;
 //! - the pure crates (`dispatch-core`, `dispatch-kf-model`) depend on nothing that does
 //!   I/O and never read the clock or draw randomness;
@@ -60,6 +63,7 @@ fn workspace_rust_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
     rust_files(&root.join("crates"), &mut files);
     rust_files(&root.join("xtask"), &mut files);
+    rust_files(&root.join("fuzz"), &mut files);
     files.sort();
     files
 }
@@ -385,7 +389,8 @@ fn dispatch_keys_and_the_name_prefix_are_spelled_in_one_place() {
     let root = project_root();
     let sources = library_sources(&root.join("crates"))
         .into_iter()
-        .chain(library_sources(&root.join("xtask/src")));
+        .chain(library_sources(&root.join("xtask/src")))
+        .chain(library_sources(&root.join("fuzz/fuzz_targets")));
     for (path, code) in sources {
         if homes.iter().any(|home| path.ends_with(home)) {
             continue;
