@@ -2,8 +2,8 @@
 //! starting, standing by, leading, stopped; and the counters after some decisions.
 
 use dispatch_kf_model::readmission::Decision;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use dispatch_kf_testkit::http_get as get;
+use tokio::net::TcpListener;
 
 use super::*;
 use crate::telemetry::{Object, Role};
@@ -15,18 +15,6 @@ async fn server(telemetry: &Telemetry) -> (std::net::SocketAddr, CancellationTok
     let stop = CancellationToken::new();
     tokio::spawn(serve(listener, telemetry.clone(), stop.clone()));
     (address, stop)
-}
-
-/// `GET path` over a fresh connection: the status code and the body.
-pub(crate) async fn get(address: std::net::SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(address).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
 }
 
 async fn codes(address: std::net::SocketAddr) -> (u16, u16) {
