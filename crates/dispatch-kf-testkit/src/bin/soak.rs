@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use dispatch_core::{Backend, JobId, Kind, ObjectRef, Result, Watcher};
-use dispatch_kf_model::names;
+use dispatch_kf_model::{keys, names};
 use dispatch_kf_sim::{Fault, FaultAction, SimOptions};
 use dispatch_kf_testkit::{NS, World, cx, hold_cx, job, request, settings};
 use serde_json::json;
@@ -109,7 +109,7 @@ impl Soak {
         let mut maybe_made = false;
         for _ in 0..TRIES {
             let result = self.step(|b| async move { b.start(&cx(), &request(job, 1)).await });
-            self.check_no_twin(&name);
+            self.check_no_twin(job, &name);
             match result {
                 Ok(object) => {
                     started = Some(object);
@@ -162,7 +162,7 @@ impl Soak {
             self.finish_step();
             if let Ok(Ok(())) = self.world.runtime.block_on(stopping) {
                 for plural in KINDS {
-                    let left = self.of_job(plural, name);
+                    let left = self.of_job(plural, job);
                     if left > 0 {
                         self.violation(format!(
                             "{name}: StopJob succeeded and {left} {plural} remain"
@@ -214,20 +214,22 @@ impl Soak {
     }
 
     /// Never two TrainJobs of one submission.
-    fn check_no_twin(&mut self, name: &str) {
-        let count = self.of_job("trainjobs", name);
+    fn check_no_twin(&mut self, job: &JobId, name: &str) {
+        let count = self.of_job("trainjobs", job);
         if count > 1 {
             self.violation(format!("{name}: {count} TrainJobs"));
         }
     }
 
-    /// How many objects of `plural` belong to the submission named `name`.
-    fn of_job(&self, plural: &str, name: &str) -> usize {
+    /// How many objects of `plural` are `job`'s (each job has one submission here), by
+    /// the model's rule: its name or its job-id label.
+    fn of_job(&self, plural: &str, job: &JobId) -> usize {
         let objects = self.world.sim.list(plural, NS);
-        objects
-            .iter()
-            .filter(|o| o["metadata"]["name"].as_str().is_some_and(|n| n.starts_with(name)))
-            .count()
+        let mine = |o: &&serde_json::Value| {
+            let name = o["metadata"]["name"].as_str().unwrap_or_default();
+            names::is_of_job(job, name, o["metadata"]["labels"][keys::LABEL_JOB_ID].as_str())
+        };
+        objects.iter().filter(mine).count()
     }
 }
 
