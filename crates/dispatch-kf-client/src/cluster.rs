@@ -53,12 +53,18 @@ fn expand_home(path: &str) -> PathBuf {
     }
 }
 
-/// The apiserver, as two kube clients: one for unary requests (with a read timeout, so
-/// a silent server cannot hang a call) and one for watches and log follows (without).
+/// The apiserver, as three kube clients: one for unary requests (with a read timeout, so
+/// a silent server cannot hang a call), one for log follows (without), and one for
+/// watches, whose read timeout outlasts a watch connection's own (`timeoutSeconds`) by
+/// the request timeout, so the watcher's lists cannot hang either.
 #[derive(Clone)]
 pub struct Cluster {
     unary: kube::Client,
     streaming: kube::Client,
+    watching: kube::Client,
+    /// The configuration the clients were built from (the watching client is rebuilt
+    /// when the watch timeout changes).
+    config: kube::Config,
     /// Whether every request is made by a hold-family call (see [`Cluster::hold_family`]).
     hold_family: bool,
     /// How long one unary request may wait for its answer.
@@ -85,27 +91,23 @@ impl Cluster {
         let mut unary = config.clone();
         unary.read_timeout = Some(request_timeout);
         unary.reset_reader_on_write = true;
-        let mut streaming = config;
+        let mut streaming = config.clone();
         streaming.read_timeout = None;
-        // Building a client runs an exec token source once: its failure is the token
-        // source failing (Unauthorized), anything else a configuration that cannot load.
-        let build = |c: kube::Config| {
-            kube::Client::try_from(c).map_err(|e| match e {
-                // Never kube's text, nor the error as a source: both may hold credentials.
-                kube::Error::Auth(_) => {
-                    Error::unauthorized(format!("the token source failed: {}", token_failure(&e)))
-                }
-                _ => Error::invalid(format!("cannot build a client from the configuration: {e}"))
-                    .with_source(e),
-            })
-        };
+        let watch_timeout = crate::watch::WATCH_TIMEOUT;
         Ok(Cluster {
             unary: build(unary)?,
             streaming: build(streaming)?,
+            watching: build(watching(&config, watch_timeout + request_timeout))?,
+            config,
             hold_family: false,
             request_timeout,
-            watch_timeout: crate::streams::WATCH_TIMEOUT,
+            watch_timeout,
         })
+    }
+
+    /// The client watches are made on.
+    pub(crate) fn watching_client(&self) -> kube::Client {
+        self.watching.clone()
     }
 
     /// The same apiserver, on the client without a read timeout: for watches and log
@@ -127,9 +129,10 @@ impl Cluster {
 
     /// The same apiserver, asking watch connections to stay open `timeout` (whole
     /// seconds, 1 to 290): tests use a short one.
-    pub fn with_watch_timeout(&self, timeout: Duration) -> Cluster {
-        let timeout = timeout.clamp(Duration::from_secs(1), crate::streams::WATCH_TIMEOUT);
-        Cluster { watch_timeout: timeout, ..self.clone() }
+    pub fn with_watch_timeout(&self, timeout: Duration) -> Result<Cluster> {
+        let timeout = timeout.clamp(Duration::from_secs(1), crate::watch::WATCH_TIMEOUT);
+        let watching = build(watching(&self.config, timeout + self.request_timeout))?;
+        Ok(Cluster { watch_timeout: timeout, watching, ..self.clone() })
     }
 
     /// The same apiserver, for the requests of one Open, Hold or Release made with `cx`:
@@ -187,6 +190,27 @@ impl Cluster {
             () = deadline => Err(other(deadline_in_flight(class, what))),
         }
     }
+}
+
+/// Builds a kube client. Building one runs an exec token source once: its failure is
+/// the token source failing (Unauthorized), anything else a configuration that cannot
+/// load.
+fn build(config: kube::Config) -> Result<kube::Client> {
+    kube::Client::try_from(config).map_err(|e| match e {
+        // Never kube's text, nor the error as a source: both may hold credentials.
+        kube::Error::Auth(_) => {
+            Error::unauthorized(format!("the token source failed: {}", token_failure(&e)))
+        }
+        _ => Error::invalid(format!("cannot build a client from the configuration: {e}"))
+            .with_source(e),
+    })
+}
+
+/// The watching client's configuration: reads time out after `read_timeout`.
+fn watching(config: &kube::Config, read_timeout: Duration) -> kube::Config {
+    let mut watching = config.clone();
+    watching.read_timeout = Some(read_timeout);
+    watching
 }
 
 /// A failed request: its error, and the case of the row that classified it.

@@ -65,6 +65,7 @@ pub mod resources;
 mod snapshot;
 mod streams;
 mod transport;
+mod watch;
 
 pub use cancel::cancellable;
 pub use cluster::{Cluster, ClusterConfig};
@@ -73,6 +74,6 @@ pub use error_map::{Case, Outcome, RequestClass};
 pub use objects::{CONFLICT_TRIES, Created, Deleted, LIST_RESTARTS, Objects};
 pub use probe::Permission;
 pub use resources::Resource;
-pub use snapshot::JobQuery;
-pub use streams::{Change, DEAD_WATCHES, WATCH_TIMEOUT};
+pub use snapshot::{JobQuery, KnownNames};
 pub use transport::redacted;
+pub use watch::{Change, Changes, DEAD_WATCHES, WATCH_TIMEOUT};

@@ -146,26 +146,6 @@ impl Objects<'_> {
         self.listing(cx, "list", selector, |r| r.list(&params), json::list_items).await
     }
 
-    /// Lists only the metadata of the objects matching `selector`, restarting as
-    /// [`Objects::list`] does: the bytes read stay small when only names are needed.
-    pub async fn list_metadata(&self, cx: &CallContext, selector: &str) -> Result<Listed> {
-        let params = ListParams::default().labels(selector);
-        let kind = self.resource.kind;
-        let build = |r: &Request| r.list_metadata(&params);
-        self.listing(cx, "list metadata of", selector, build, |b| answer::read_list(kind, b)).await
-    }
-
-    /// The collection's current resource version, read cheaply (one item of
-    /// metadata), to start a watch from.
-    pub async fn current_version(&self, cx: &CallContext, selector: &str) -> Result<String> {
-        let params = ListParams::default().labels(selector).limit(1);
-        let kind = self.resource.kind;
-        let build = |r: &Request| r.list_metadata(&params);
-        let verb = "read the resource version of";
-        let list = self.listing(cx, verb, selector, build, |b| answer::read_list(kind, b)).await?;
-        Ok(list.resource_version)
-    }
-
     /// One list request, classified, restarted from scratch up to [`LIST_RESTARTS`]
     /// times when its resource version expired (410), then `Unreachable`.
     async fn listing<T>(

@@ -2,22 +2,35 @@
 //! in a number of requests that does not grow with the namespace.
 //!
 //! A stripped label contradicts nothing, so labels alone cannot find a job's objects:
-//! for TrainJobs, JobSets and runtime copies the client lists the namespace's
-//! *metadata* (names and labels only), picks the job's objects by name prefix or label,
-//! and reads them whole with one label-selected list (plus a get for each object that
-//! matched by name but has lost its label, which only a foreign hand causes). Pods come
-//! by the job-id label and by JobSet's jobset-name label, Workloads by the UIDs of the
-//! TrainJobs, Nodes by a get each, concurrently, only when the adapter may read them.
+//! TrainJobs, JobSets and runtime copies are read whole with one label-selected list
+//! each, plus a get for each object the caller knows of by name ([`KnownNames`], from
+//! the Backend's index of the namespace) that the list missed, having lost its label,
+//! which only a foreign hand causes. Pods come by the job-id label and by JobSet's
+//! jobset-name label, Workloads by the UIDs of the TrainJobs, Nodes by a get each,
+//! concurrently, only when the adapter may read them. Nothing read grows with the rest
+//! of the namespace.
 
 use std::collections::BTreeSet;
 
 use dispatch_core::{CallContext, JobId, Result};
 use dispatch_kf_model::view::View;
-use dispatch_kf_model::{Mode, Snapshot, keys, names};
+use dispatch_kf_model::{Mode, Snapshot, keys};
 
 use crate::cluster::Cluster;
 use crate::objects::Objects;
 use crate::resources::{JOB_SET, NODE, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD};
+
+/// The names of a job's objects, label or not, as the caller knows them (the Backend's
+/// index, from a metadata watch of the namespace).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KnownNames {
+    /// The job's TrainJobs.
+    pub train_jobs: Vec<String>,
+    /// The job's JobSets.
+    pub job_sets: Vec<String>,
+    /// The job's runtime copies.
+    pub runtimes: Vec<String>,
+}
 
 /// What to read for one job.
 #[derive(Clone, Copy, Debug)]
@@ -30,16 +43,15 @@ pub struct JobQuery<'a> {
     pub mode: Mode,
     /// Whether the adapter may get Nodes.
     pub nodes_readable: bool,
+    /// The names of the job's objects the caller knows of.
+    pub known: &'a KnownNames,
 }
 
 impl Cluster {
     /// Reads one snapshot of `query.job`'s objects.
     pub async fn read_job(&self, cx: &CallContext, query: JobQuery<'_>) -> Result<Snapshot> {
         let by_label = format!("{}={}", keys::LABEL_JOB_ID, query.job);
-        let mine = |view: &View| {
-            let meta = view.meta();
-            names::is_of_job(query.job, meta.name(), meta.label(keys::LABEL_JOB_ID))
-        };
+        let known = query.known;
         let ns = query.namespace;
         let (tj, js, rt, pod) = (
             self.objects(TRAIN_JOB, ns),
@@ -51,11 +63,11 @@ impl Cluster {
         // first whose owner the later read misses really has lost it. Read together, a
         // JobSet made between the two lists would look orphaned for one snapshot.
         let (job_sets, runtimes, labelled_pods) = futures::try_join!(
-            js.of_job(cx, &by_label, &mine),
-            rt.of_job(cx, &by_label, &mine),
+            js.of_job(cx, &by_label, &known.job_sets),
+            rt.of_job(cx, &by_label, &known.runtimes),
             pod.list(cx, &by_label),
         )?;
-        let train_jobs = tj.of_job(cx, &by_label, &mine).await?;
+        let train_jobs = tj.of_job(cx, &by_label, &known.train_jobs).await?;
 
         let job_set_names: BTreeSet<String> =
             train_jobs.iter().chain(&job_sets).map(|o| o.meta().name().to_owned()).collect();
@@ -120,22 +132,19 @@ impl Cluster {
 }
 
 impl Objects<'_> {
-    /// The job's objects of this kind: those whose name or labels `mine` accepts.
+    /// The job's objects of this kind: those the label selects, and those named in
+    /// `known` that the label no longer selects.
     async fn of_job(
         &self,
         cx: &CallContext,
         by_label: &str,
-        mine: &(dyn Fn(&View) -> bool + Sync),
+        known: &[String],
     ) -> Result<Vec<View>> {
-        let (names, labelled) =
-            futures::try_join!(self.list_metadata(cx, ""), self.list(cx, by_label))?;
-        let mut found = labelled.items;
+        let mut found = self.list(cx, by_label).await?.items;
         let have: BTreeSet<String> = found.iter().map(|o| o.meta().name().to_owned()).collect();
-        for meta in names.items {
-            if !have.contains(meta.meta().name()) && mine(&meta) {
-                // Deleted between the two reads: it is simply gone.
-                found.extend(self.get_view(cx, meta.meta().name()).await?);
-            }
+        for name in known.iter().filter(|n| !have.contains(*n)) {
+            // Deleted since the index saw it: it is simply gone.
+            found.extend(self.get_view(cx, name).await?);
         }
         Ok(found)
     }

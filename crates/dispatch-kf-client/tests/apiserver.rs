@@ -10,6 +10,8 @@ use dispatch_kf_client::{
     Permission, RequestClass, Resource,
 };
 use dispatch_kf_model::json::uid;
+use dispatch_kf_model::keys;
+use dispatch_kf_model::view::View;
 use dispatch_kf_sim::{Fault, FaultAction, Identity, Rule, Sim, SimOptions};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -279,44 +281,82 @@ fn applied(change: Option<dispatch_core::Result<Change>>) -> String {
     }
 }
 
-/// Issue 15, item 1: a 410 resumes the watch from the current resource version, saying
-/// so ([`Change::Resumed`]), instead of ending it.
+fn listed(change: Option<dispatch_core::Result<Change>>) -> Vec<String> {
+    match change {
+        Some(Ok(Change::Listed(views))) => {
+            views.iter().map(|o| o.meta().name().to_owned()).collect()
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Issue 16, item 1: a watch (kube-runtime's watcher) lists first, then yields each
+/// change, read as the model's views.
 #[tokio::test]
-async fn a_watch_yields_changes_and_resumes_when_its_version_expires() {
+async fn a_watch_lists_then_yields_changes() {
     let sim = sim().await;
     let c = cluster(&sim).await;
     let cms = c.objects(CONFIG_MAP, NS);
-    let rv = cms.list(&cx(), "").await.unwrap().resource_version;
-    let mut watch = Box::pin(cms.watch(&cx(), "", &rv).await.unwrap());
     cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
+    let mut watch = cms.watch("");
+    assert_eq!(listed(watch.next().await), ["a"]);
+    cms.create(&cx(), &object(CONFIG_MAP, "b")).await.unwrap();
     assert_eq!(cms.delete(&cx(), "a", None).await.unwrap(), Deleted::Deleted);
-    assert_eq!(applied(watch.next().await), "a");
+    assert_eq!(applied(watch.next().await), "b");
     assert!(matches!(watch.next().await, Some(Ok(Change::Deleted(o))) if o.meta().name() == "a"));
+}
 
-    sim.add_fault(Fault::on("watch", "configmaps", FaultAction::ExpireWatch));
-    let mut watch = Box::pin(cms.watch(&cx(), "", &rv).await.unwrap());
-    assert!(matches!(watch.next().await, Some(Ok(Change::Resumed))), "a 410 resumes");
+/// Issue 16, item 1: a metadata watch reads each object as metadata alone.
+#[tokio::test]
+async fn a_metadata_watch_reads_names_and_labels_only() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let pods = c.objects(POD, NS);
+    sim.apply(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}})).unwrap();
+    sim.apply(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": NS, "labels": {keys::LABEL_JOB_ID: "J"}},
+        "spec": {"nodeName": "n", "containers": [{"name": "node", "image": "busybox"}]}
+    }))
+    .unwrap();
+    let mut watch = pods.watch_metadata("");
+    let Some(Ok(Change::Listed(views))) = watch.next().await else { panic!("a list first") };
+    let [View::Other(meta)] = views.as_slice() else { panic!("{views:?}") };
+    assert_eq!((meta.name(), meta.label(keys::LABEL_JOB_ID)), ("p", Some("J")));
+    let mut whole = pods.watch("");
+    let Some(Ok(Change::Listed(views))) = whole.next().await else { panic!("a list first") };
+    let [View::Pod(pod)] = views.as_slice() else { panic!("{views:?}") };
+    assert_eq!(pod.node_name.or_empty(), "n", "a whole watch reads the pod's fields");
+}
+
+/// Issue 15, item 1: a 410 lists anew ([`Change::Listed`]), instead of ending the watch.
+#[tokio::test]
+async fn a_watch_lists_anew_when_its_version_expires() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let cms = c.objects(CONFIG_MAP, NS);
+    sim.add_fault(Fault::on("watch", "configmaps", FaultAction::ExpireWatch).times(1));
+    let mut watch = cms.watch("");
+    assert_eq!(listed(watch.next().await), Vec::<String>::new());
+    assert_eq!(listed(watch.next().await), Vec::<String>::new(), "a 410 lists anew");
     cms.create(&cx(), &object(CONFIG_MAP, "b")).await.unwrap();
     assert_eq!(applied(watch.next().await), "b");
 }
 
 /// Issue 15, item 1: a connection the server closes is resumed from the last resource
-/// version seen; the stream ends cleanly only when the call ends.
+/// version seen: nothing is seen twice, nothing is missed.
 #[tokio::test]
 async fn a_watch_closed_by_the_server_resumes_from_its_last_version() {
     let sim = sim().await;
     let c = cluster(&sim).await;
     let cms = c.objects(CONFIG_MAP, NS);
-    let rv = cms.list(&cx(), "").await.unwrap().resource_version;
-    let (call, token) = dispatch_kf_client::cancellable(cx());
-    let mut watch = Box::pin(cms.watch(&call, "", &rv).await.unwrap());
+    let mut watch = cms.watch("");
+    assert_eq!(listed(watch.next().await), Vec::<String>::new());
     cms.create(&cx(), &object(CONFIG_MAP, "a")).await.unwrap();
     assert_eq!(applied(watch.next().await), "a");
     sim.close_watches();
     cms.create(&cx(), &object(CONFIG_MAP, "b")).await.unwrap();
     assert_eq!(applied(watch.next().await), "b", "nothing is seen twice, nothing is missed");
-    token.cancel();
-    assert!(watch.next().await.is_none(), "the call's end is a clean end");
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 //! the number of requests does not grow with the namespace.
 
 use dispatch_core::{CallContext, JobId};
-use dispatch_kf_client::{Cluster, JobQuery};
+use dispatch_kf_client::{Cluster, JobQuery, KnownNames};
 use dispatch_kf_model::{Mode, keys, names};
 use dispatch_kf_sim::{Sim, SimOptions};
 use serde_json::{Value, json};
@@ -59,8 +59,12 @@ async fn sim_with_a_node() -> Sim {
     sim
 }
 
+/// Nothing known but by label.
+static BY_LABEL: KnownNames =
+    KnownNames { train_jobs: Vec::new(), job_sets: Vec::new(), runtimes: Vec::new() };
+
 fn query(job: &JobId) -> JobQuery<'_> {
-    JobQuery { namespace: NS, job, mode: Mode::Plain, nodes_readable: true }
+    JobQuery { namespace: NS, job, mode: Mode::Plain, nodes_readable: true, known: &BY_LABEL }
 }
 
 #[tokio::test]
@@ -81,11 +85,24 @@ async fn a_job_snapshot_holds_its_train_job_job_set_pods_and_nodes() {
 async fn objects_whose_labels_were_stripped_are_found_by_name() {
     let sim = sim_with_a_node().await;
     install_job(&sim, &job(1), 1, false);
-    let snapshot =
-        cluster(&sim).await.read_job(&CallContext::background(), query(&job(1))).await.unwrap();
+    let c = cluster(&sim).await;
+    let by_label = c.read_job(&CallContext::background(), query(&job(1))).await.unwrap();
+    assert!(by_label.train_jobs.is_empty() && by_label.job_sets.is_empty(), "no label, no match");
+
+    let name = names::make(&job(1), 1);
+    let known = KnownNames {
+        train_jobs: vec![name.clone()],
+        job_sets: vec![name],
+        runtimes: vec!["gone".into()],
+    };
+    let snapshot = c
+        .read_job(&CallContext::background(), JobQuery { known: &known, ..query(&job(1)) })
+        .await
+        .unwrap();
     assert_eq!(snapshot.train_jobs.len(), 1);
     assert_eq!(snapshot.job_sets.len(), 1);
     assert_eq!(snapshot.pods.len(), 1, "found through the JobSet's name");
+    assert!(snapshot.runtimes.is_empty(), "a known name that is gone is simply gone");
 }
 
 #[tokio::test]

@@ -8,11 +8,13 @@
 //! Leniency is the dump's: a malformed field reads as absent. Only bytes that are not
 //! JSON fail, with serde's error, which the client classifies as any unreadable answer.
 
+use std::sync::LazyLock;
+
 use serde::Deserialize;
 use serde::de::Deserializer;
 
 use crate::lenient::{FromJson, List, Obj, Str, Text};
-use crate::object::RawObject;
+use crate::object::{Meta, RawObject};
 use crate::view::View;
 
 /// One list answer: its items as views, and the list's resource version.
@@ -57,6 +59,40 @@ struct ListAnswer {
 #[serde(default, rename_all = "camelCase")]
 struct ListMeta {
     resource_version: Text,
+}
+
+/// One object of a collection, read before its kind is settled: an item of a list
+/// (which names no kind) and a watch event's object read alike, and become a view of
+/// the collection's kind ([`Item::into_view`]). What a reader that decodes each object
+/// on its own (kube-runtime's watcher) is given to hold.
+#[derive(Clone, Debug, Default)]
+pub struct Item(RawObject);
+
+impl Item {
+    /// The object's metadata.
+    pub fn meta(&self) -> &Meta {
+        self.0.metadata.0.as_ref().unwrap_or(&EMPTY_META)
+    }
+
+    /// The object as a view: of the kind it names, else of `kind`, the collection's.
+    /// A metadata-only object (`PartialObjectMetadata`) names its own kind, so it reads
+    /// as [`View::Other`]: metadata, nothing a rule could mistake for a state.
+    pub fn into_view(mut self, kind: &str) -> View {
+        if self.0.kind.get().is_none() {
+            self.0.kind = Text(Some(kind.to_owned()));
+        }
+        View::from(self.0)
+    }
+}
+
+/// The metadata of an object that has none.
+static EMPTY_META: LazyLock<Meta> = LazyLock::new(Meta::default);
+
+impl<'de> Deserialize<'de> for Item {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let Obj(raw) = Obj::<RawObject>::deserialize(d)?;
+        Ok(Item(raw.unwrap_or_default()))
+    }
 }
 
 /// An object that names its kind reads as its view: what a get or a watch event

@@ -42,6 +42,18 @@ pub fn is_of_job(job: &JobId, name: &str, job_label: Option<&str>) -> bool {
     parse(name).is_some_and(|(of, _)| of == *job) || job_label == Some(job.as_str())
 }
 
+/// The jobs an object named `name` whose job-id label is `job_label` belongs to, by
+/// [`is_of_job`]'s rule: the job its name encodes and the job its label names (one when
+/// they agree, none for an object of no job). An index by job is built from this:
+/// `is_of_job(j, name, label)` holds exactly for the jobs it gives.
+pub fn jobs_of(name: &str, job_label: Option<&str>) -> Vec<JobId> {
+    let by_name = parse(name).map(|(job, _)| job);
+    let by_label = job_label.and_then(|l| JobId::parse(l).ok());
+    let mut jobs: Vec<JobId> = by_name.into_iter().chain(by_label).collect();
+    jobs.dedup();
+    jobs
+}
+
 /// The job and submission of an object whose name begins with one [`make`] writes,
 /// followed by `-` and more (the JobSet's pods: `<name>-<job>-<i>-<j>-<suffix>`).
 pub fn parse_prefix(name: &str) -> Option<(JobId, u32)> {
@@ -157,6 +169,24 @@ mod tests {
             prop_assert!(name.len() <= MAX_LEN);
             prop_assert!(is_rfc1035_label(&name), "{}", name);
             prop_assert_eq!(parse(&name), Some((job, n)));
+        }
+
+        #[test]
+        fn jobs_of_gives_exactly_the_jobs_is_of_job_accepts(
+            id in "[0-7][0-9A-HJKMNP-TV-Z]{25}",
+            other in "[0-7][0-9A-HJKMNP-TV-Z]{25}",
+            n in 1..=MAX_SUBMISSION,
+            by_name in any::<bool>(),
+            label in prop_oneof![Just(None), Just(Some(0)), Just(Some(1)), Just(Some(2))],
+        ) {
+            let (job, other) = (JobId::parse(&id).unwrap(), JobId::parse(&other).unwrap());
+            let name = if by_name { make(&job, n) } else { format!("x-{n}") };
+            let label = label.map(|l| match l { 0 => job.to_string(), 1 => other.to_string(), _ => "x".into() });
+            let jobs = jobs_of(&name, label.as_deref());
+            for j in [&job, &other] {
+                prop_assert_eq!(jobs.contains(j), is_of_job(j, &name, label.as_deref()), "{} {:?}", name, label);
+            }
+            prop_assert!(jobs.len() <= 2);
         }
 
         #[test]

@@ -23,19 +23,14 @@ pub(crate) struct Coalescer {
 struct Burst {
     started: Instant,
     last: Instant,
-    /// Whether any change of the burst was about the job.
-    relevant: bool,
 }
 
 impl Coalescer {
-    /// A change arrived at `now`; `relevant` when it is about the job.
-    pub(crate) fn handle(&mut self, now: Instant, relevant: bool) {
+    /// A change of the job arrived at `now` (the hub routes a Watch only its job's).
+    pub(crate) fn handle(&mut self, now: Instant) {
         match &mut self.burst {
-            Some(burst) => {
-                burst.last = now;
-                burst.relevant |= relevant;
-            }
-            None => self.burst = Some(Burst { started: now, last: now, relevant }),
+            Some(burst) => burst.last = now,
+            None => self.burst = Some(Burst { started: now, last: now }),
         }
     }
 
@@ -46,13 +41,12 @@ impl Coalescer {
         Some((burst.last + QUIET).min(burst.started + AT_MOST))
     }
 
-    /// Whether a Find is due at `now`: the burst has ended and one of its changes was
-    /// about the job. An ended burst is closed either way.
+    /// Whether a Find is due at `now`: the burst has ended (and is closed).
     pub(crate) fn poll_find(&mut self, now: Instant) -> bool {
         if self.poll_timeout().is_none_or(|end| now < end) {
             return false;
         }
-        self.burst.take().is_some_and(|b| b.relevant)
+        self.burst.take().is_some()
     }
 }
 
@@ -70,7 +64,7 @@ mod tests {
         let mut c = Coalescer::default();
         assert_eq!(c.poll_timeout(), None, "nothing to wait for");
         for i in 0..50 {
-            c.handle(t0 + ms(i), true);
+            c.handle(t0 + ms(i));
             assert!(!c.poll_find(t0 + ms(i)), "not while changes keep coming");
         }
         assert_eq!(c.poll_timeout(), Some(t0 + ms(49) + QUIET));
@@ -90,21 +84,8 @@ mod tests {
             if c.poll_find(now) {
                 finds.push(now - t0);
             }
-            c.handle(now, true);
+            c.handle(now);
         }
         assert_eq!(finds, [ms(1000), ms(2000)], "each burst is cut at {AT_MOST:?}");
-    }
-
-    #[test]
-    fn a_burst_of_changes_about_other_jobs_makes_no_find() {
-        let t0 = Instant::now();
-        let mut c = Coalescer::default();
-        c.handle(t0, false);
-        c.handle(t0 + ms(10), false);
-        assert!(!c.poll_find(t0 + ms(500)));
-        assert_eq!(c.poll_timeout(), None, "the burst is closed all the same");
-        c.handle(t0 + ms(600), false);
-        c.handle(t0 + ms(610), true);
-        assert!(c.poll_find(t0 + ms(710)), "one change about the job is enough");
     }
 }

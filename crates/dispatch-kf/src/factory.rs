@@ -18,6 +18,7 @@ use dispatch_kf_model::capabilities::{self, PreflightFacts, Writability};
 use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, prove_gate};
 use dispatch_kf_model::{Mode, Purpose, Settings, keys, probe_request};
 
+use crate::hub::Hub;
 use crate::{Inner, KubeflowBackend, edge};
 
 /// What Factory learned.
@@ -244,6 +245,7 @@ impl Learned {
         };
         KubeflowBackend {
             inner: Arc::new(Inner {
+                hub: Hub::new(cluster.clone(), &settings.namespace, settings.mode),
                 settings,
                 cluster,
                 preflight,

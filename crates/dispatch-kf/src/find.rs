@@ -20,11 +20,13 @@ impl Inner {
         cx: &CallContext,
         job: &JobId,
     ) -> Result<Snapshot> {
+        let known = self.hub.known(cx, job).await?;
         let query = JobQuery {
             namespace: &self.settings.namespace,
             job,
             mode: self.settings.mode,
             nodes_readable: self.preflight.nodes_readable,
+            known: &known,
         };
         let mut snapshot = cluster.read_job(cx, query).await?;
         self.evidence.forget_gone(job, &snapshot);

@@ -80,6 +80,7 @@ mod evidence;
 mod factory;
 mod find;
 mod holds;
+mod hub;
 mod inflight;
 mod output;
 mod refs;
@@ -116,6 +117,7 @@ pub(crate) struct Inner {
     closed: AtomicBool,
     pub(crate) in_flight: InFlightMarks,
     pub(crate) evidence: Arc<evidence::Evidence>,
+    pub(crate) hub: hub::Hub,
 }
 
 impl KubeflowBackend {

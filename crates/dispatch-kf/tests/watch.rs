@@ -128,12 +128,85 @@ async fn pods_deleted_while_watched_stay_evidence() {
     assert_eq!(held.state, ObjectState::Held);
     let pods_left = sim.list("pods", NS).len();
     assert_eq!(pods_left, 0, "holding suspends the JobSet, whose pods go");
-    // Let the pods' deletions reach the stream, then look again.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let after = b.inspect(&cx(), &object).await.unwrap();
-    assert_eq!(
-        after.execution,
-        Some(execution),
-        "the captured pods still say which execution it was"
-    );
+    // The pods' deletions reach the Watch over real connections, whatever the paused
+    // clock says: look again until they have (each look takes real requests).
+    let mut after = None;
+    for _ in 0..100 {
+        after = b.inspect(&cx(), &object).await.unwrap().execution;
+        if after.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(after, Some(execution), "the captured pods still say which execution it was");
+}
+
+/// The watch connections the sim has been asked for since its requests were cleared.
+fn watch_connections(sim: &dispatch_kf_sim::Sim) -> usize {
+    sim.requests().iter().filter(|r| r.verb == "watch").count()
+}
+
+/// Issue 16, item 1: the Backend keeps one watch per kind for all of its Watch calls:
+/// more Watches open no new connection, each Watch hears only of its own job, and one
+/// ending leaves the others alone.
+#[tokio::test(start_paused = true)]
+async fn watches_share_one_connection_per_kind_and_end_alone() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let mut objects = Vec::new();
+    for n in 1..=3 {
+        objects.push(b.start(&cx(), &request(&job(n), 1)).await.unwrap());
+    }
+    let mut first = b.watch(&cx(), &job(1)).await.unwrap();
+    next_obs(&mut first).await;
+    sim.clear_requests();
+    let mut streams = Vec::new();
+    for n in [1, 2, 2, 3] {
+        let mut stream = b.watch(&cx(), &job(n)).await.unwrap();
+        next_obs(&mut stream).await;
+        streams.push(stream);
+    }
+    assert_eq!(watch_connections(&sim), 0, "four more Watches open no watch");
+
+    drop(first);
+    drop(streams.remove(0));
+    b.open(&hold_cx(), &objects[1]).await.unwrap();
+    for stream in &mut streams[..2] {
+        let next = next_obs(stream).await;
+        assert_eq!(next.object.uid, objects[1].uid, "job 2's Watches hear of job 2");
+    }
+    b.open(&hold_cx(), &objects[2]).await.unwrap();
+    let next = next_obs(&mut streams[2]).await;
+    assert_eq!(next.object.uid, objects[2].uid, "job 3's Watch hears of job 3 only");
+    assert_eq!(watch_connections(&sim), 0);
+}
+
+/// Issue 16, item 1: a shared watch whose apiserver stays unreachable ends every Watch
+/// that relies on it with an error; the next Watch starts it anew.
+#[tokio::test]
+async fn a_shared_watch_that_fails_ends_every_watch_and_the_next_starts_it_anew() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    let mut streams = Vec::new();
+    for _ in 0..2 {
+        let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+        next_obs(&mut stream).await;
+        streams.push(stream);
+    }
+    let forbidden = dispatch_kf_sim::Fault::status(403, "Forbidden", "pods is forbidden");
+    sim.add_fault(dispatch_kf_sim::Fault::on("watch", "pods", forbidden.clone()).always());
+    sim.add_fault(dispatch_kf_sim::Fault::on("list", "pods", forbidden).always());
+    sim.close_watches();
+    for stream in &mut streams {
+        let end = tokio::time::timeout(Duration::from_secs(60), stream.next())
+            .await
+            .expect("the stream ends")
+            .expect("with an item");
+        let err = end.expect_err("a failed watch is an error, not a clean end");
+        assert!(err.message().contains("attempts in a row failed"), "{}", err.message());
+    }
+    sim.clear_faults();
+    let mut again = b.watch(&cx(), &job(1)).await.unwrap();
+    assert_eq!(next_obs(&mut again).await.object.uid, object.uid);
 }
