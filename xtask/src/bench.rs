@@ -1,3 +1,6 @@
+//! `cargo xtask bench scale` runs the scale benchmark of the testkit (one Backend, M
+//! other TrainJobs, N watched jobs; docs/benchmarks.md).
+//!
 //! `cargo xtask bench classify`: times `dispatch-kf classify -o json` on two generated
 //! dumps, at 1x, 4x and 16x the size, against two baselines reading the same bytes:
 //! the skim (`serde_json` looking at every byte and keeping nothing, the model's
@@ -68,11 +71,21 @@ struct Programs {
     baseline: PathBuf,
 }
 
-/// Runs the benchmark named by `args[0]` (only `classify` exists).
+/// Runs the benchmark named by `args[0]`: `classify`, or `scale`.
 pub(crate) fn run(args: &[String]) -> run::Result {
-    const USAGE: &str = "usage: cargo xtask bench classify [--max-scale N] [--keep]";
-    if args.first().map(String::as_str) != Some("classify") {
-        return Err(USAGE.to_owned());
+    const USAGE: &str = "usage: cargo xtask bench classify [--max-scale N] [--keep]
+       cargo xtask bench scale [--kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]";
+    match args.first().map(String::as_str) {
+        Some("classify") => {}
+        // The Backend at scale (`crates/dispatch-kf-testkit/src/bin/scale.rs`), built
+        // with optimizations: what a supervisor runs.
+        Some("scale") => {
+            let mut cargo = vec!["run", "--release", "--locked", "-p", "dispatch-kf-testkit"];
+            cargo.extend(["--bin", "scale", "--"]);
+            cargo.extend(args[1..].iter().map(String::as_str));
+            return run::cargo(&cargo);
+        }
+        _ => return Err(USAGE.to_owned()),
     }
     let (mut max_scale, mut keep) = (16, false);
     let mut rest = args[1..].iter();

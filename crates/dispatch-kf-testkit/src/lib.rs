@@ -166,3 +166,14 @@ pub fn names(sim: &Sim, plural: &str) -> Vec<String> {
     names.sort();
     names
 }
+
+/// A memory figure of this process from `/proc/self/status` (`VmRSS`, resident now;
+/// `VmHWM`, its peak), in KiB; 0 where there is none.
+pub fn memory_kib(key: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .unwrap_or(0.0)
+}

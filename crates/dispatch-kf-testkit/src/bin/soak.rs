@@ -235,10 +235,5 @@ impl Soak {
 
 /// This process's resident memory, in MiB (0 where `/proc` is not there).
 fn resident_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok());
-    kib.unwrap_or(0.0) / 1024.0
+    dispatch_kf_testkit::memory_kib("VmRSS") / 1024.0
 }
