@@ -1,12 +1,15 @@
 //! What every command that talks to a cluster shares: the settings (`settings.rs`),
 //! kubectl-style overrides, the call's deadline, and Factory.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use dispatch_core::{CallContext, Error, ObjectKind, ObjectRef, Result, Timespan};
 use dispatch_kf::KubeflowBackend;
+use dispatch_kf_client::ClusterConfig;
 use dispatch_kf_model::Settings;
+use jiff::{SignedDuration, Timestamp};
 
+use crate::preflight_cache::Cache;
 use crate::settings;
 
 /// `--settings` and the overrides kubectl users expect.
@@ -33,6 +36,13 @@ pub(crate) struct ClusterArgs {
     /// The call's deadline (Go notation: 30s, 5m).
     #[arg(long, value_name = "DURATION")]
     timeout: Option<String>,
+    /// How old a kept preflight a writing command trusts instead of probing the
+    /// cluster again (Go notation); 0s probes every time. `preflight` always probes.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    preflight_max_age: String,
+    /// Say on standard error which kept preflight a command trusted, or that it ran one.
+    #[arg(short = 'v', long)]
+    verbose: bool,
 }
 
 /// Whether a command writes: a read-only command runs Factory without its probe.
@@ -40,8 +50,12 @@ pub(crate) struct ClusterArgs {
 pub(crate) enum Need {
     /// Find, inspect, watch, logs: nothing is written, so nothing is probed.
     Read,
-    /// Start, stop and the hold family: Factory runs its preflight probe.
+    /// Start, stop and the hold family: Factory runs its preflight probe, unless a
+    /// kept one is young enough (`preflight_cache.rs`).
     Write,
+    /// `preflight`: Factory's checks and probe in full, whatever is kept; what they
+    /// find is kept.
+    Probe,
 }
 
 impl ClusterArgs {
@@ -73,9 +87,53 @@ impl ClusterArgs {
         Ok(CallContext::with_deadline(Instant::now() + wait))
     }
 
-    /// Factory, within the call's deadline.
+    /// Factory, within the call's deadline; for a writing command, from the kept
+    /// preflight when it is young enough.
     pub(crate) async fn backend(&self, need: Need, cx: &CallContext) -> Result<KubeflowBackend> {
-        KubeflowBackend::new(self.settings(need).await?, cx).await
+        let settings = self.settings(need).await?;
+        if need == Need::Read {
+            return KubeflowBackend::new(settings, cx).await;
+        }
+        let max_age = Timespan::parse(&self.preflight_max_age)
+            .ok()
+            .and_then(|t| t.to_std())
+            .and_then(|d| SignedDuration::try_from(d).ok())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "--preflight-max-age {:?} is not a duration (Go notation: 10m, 0s)",
+                    self.preflight_max_age
+                ))
+            })?;
+        let cache = self.cache(&settings).await;
+        if need == Need::Write
+            && let Some(trusted) = cache.as_ref().and_then(|c| c.trusted(Timestamp::now(), max_age))
+        {
+            if self.verbose {
+                eprintln!(
+                    "dispatch-kf: trusting the preflight kept {:.0}s ago (younger than --preflight-max-age {}) in {}",
+                    trusted.age.as_secs_f64(),
+                    self.preflight_max_age,
+                    trusted.path.display()
+                );
+            }
+            return KubeflowBackend::with_preflight(settings, trusted.preflight).await;
+        }
+        if self.verbose {
+            eprintln!("dispatch-kf: running the preflight in full");
+        }
+        let backend = KubeflowBackend::new(settings, cx).await?;
+        if let Some(cache) = cache {
+            cache.keep(backend.preflight(), Timestamp::now());
+        }
+        Ok(backend)
+    }
+
+    /// Where the preflights of these settings' cluster are kept; `None` without a
+    /// cache folder or a configuration that loads (Factory then says what is wrong).
+    async fn cache(&self, settings: &Settings) -> Option<Cache> {
+        let config = ClusterConfig::of(settings.kubeconfig.as_ref(), Duration::from_secs(30));
+        let server = config.server().await.ok()?;
+        Cache::of(dirs::cache_dir().as_deref(), &server, settings)
     }
 }
 

@@ -16,6 +16,7 @@ mod lifecycle;
 mod observe;
 mod output;
 mod preflight;
+mod preflight_cache;
 mod render;
 mod settings;
 mod shell;

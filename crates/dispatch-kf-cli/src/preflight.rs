@@ -28,7 +28,7 @@ pub(crate) struct PreflightArgs {
 pub(crate) fn preflight(args: PreflightArgs) -> Result<()> {
     block_on(async {
         let cx = args.cluster.call(PREFLIGHT_TIMEOUT)?;
-        let backend = args.cluster.backend(Need::Write, &cx).await?;
+        let backend = args.cluster.backend(Need::Probe, &cx).await?;
         let p = backend.preflight();
         print(&p.capabilities, Some(&p.access), args.output)
     })

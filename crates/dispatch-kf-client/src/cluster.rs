@@ -43,6 +43,12 @@ impl ClusterConfig {
     pub async fn default_namespace(&self) -> Result<String> {
         Ok(load(self).await?.default_namespace)
     }
+
+    /// The URL of the apiserver this configuration names: what tells one cluster from
+    /// another. A configuration that cannot load is `Invalid`.
+    pub async fn server(&self) -> Result<String> {
+        Ok(load(self).await?.cluster_url.to_string())
+    }
 }
 
 /// `~/...` in a kubeconfig path means the home directory.

@@ -13,8 +13,10 @@ use dispatch_core::{Action, Answer, Capability, RuleSupport, Source, Support};
 use crate::Mode;
 use crate::runtime::SourceRuntime;
 
-/// What the Backend learned about the cluster at Factory.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What the Backend learned about the cluster at Factory. It reads and writes as JSON
+/// (field names as here; each probe result as `{"Ok": null}` or `{"Err": "why"}`), so
+/// a command may keep the last one it trusted.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PreflightFacts {
     /// Plain or Kueue mode.
     pub mode: Mode,

@@ -112,9 +112,7 @@ impl KubeflowBackend {
     /// permissions, runs the preflight probe (unless read-only), and decides whether
     /// the Backend writes.
     pub async fn new(settings: Settings, cx: &CallContext) -> Result<KubeflowBackend> {
-        let timeout = settings.timeouts.request.to_std().unwrap_or(Duration::from_secs(30));
-        let config = ClusterConfig::of(settings.kubeconfig.as_ref(), timeout);
-        let cluster = Cluster::connect(&config).await?;
+        let cluster = connect(&settings).await?;
         KubeflowBackend::with_cluster(settings, cluster, cx).await
     }
 
@@ -143,6 +141,12 @@ impl KubeflowBackend {
         facts.hold_round_trip = round_trip;
         Ok(learned.backend(facts, settings, cluster))
     }
+}
+
+/// The cluster the settings name, each request given `timeouts.request`.
+async fn connect(settings: &Settings) -> Result<Cluster> {
+    let timeout = settings.timeouts.request.to_std().unwrap_or(Duration::from_secs(30));
+    Cluster::connect(&ClusterConfig::of(settings.kubeconfig.as_ref(), timeout)).await
 }
 
 /// Discovery: the cluster serves every group-version the mode needs.
@@ -236,13 +240,39 @@ impl Learned {
         settings: Settings,
         cluster: Cluster,
     ) -> KubeflowBackend {
-        let preflight = Preflight {
+        let preflight = Preflight::of(facts, self.nodes_readable, self.lacking.clone());
+        KubeflowBackend::made(settings, cluster, preflight)
+    }
+}
+
+impl Preflight {
+    /// The preflight these facts make: whether the Backend writes, and every
+    /// capability's answer, follow from them.
+    pub fn of(facts: PreflightFacts, nodes_readable: bool, lacking: Vec<String>) -> Preflight {
+        Preflight {
             access: capabilities::access(&facts),
             capabilities: capabilities::answers(&facts, None),
             facts,
-            nodes_readable: self.nodes_readable,
-            lacking: self.lacking.clone(),
-        };
+            nodes_readable,
+            lacking,
+        }
+    }
+}
+
+impl KubeflowBackend {
+    /// A Backend from a preflight made earlier (a command's cache of the last one it
+    /// trusted): it connects, and runs no check and no probe. The caller vouches that
+    /// the preflight is this cluster's and these settings', and young enough to trust;
+    /// a supervisor's long-lived Backend is made by [`KubeflowBackend::new`], whole.
+    pub async fn with_preflight(
+        settings: Settings,
+        preflight: Preflight,
+    ) -> Result<KubeflowBackend> {
+        let cluster = connect(&settings).await?;
+        Ok(KubeflowBackend::made(settings, cluster, preflight))
+    }
+
+    fn made(settings: Settings, cluster: Cluster, preflight: Preflight) -> KubeflowBackend {
         KubeflowBackend {
             inner: Arc::new(Inner {
                 hub: Hub::new(cluster.clone(), &settings.namespace, settings.mode),

@@ -60,9 +60,11 @@ impl Served {
         cmd
     }
 
-    /// The command with `SUBCOMMAND --settings <this cluster's settings>`.
+    /// The command with `SUBCOMMAND --settings <this cluster's settings>`, its
+    /// preflights kept in this cluster's folder.
     pub(crate) fn command(&self, subcommand: &str) -> Command {
         let mut cmd = bin();
+        cmd.env("XDG_CACHE_HOME", self.dir.join("cache-home"));
         cmd.arg(subcommand).arg("--settings").arg(self.dir.join("settings.json"));
         cmd
     }
