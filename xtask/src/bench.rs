@@ -1,3 +1,5 @@
+//! `cargo xtask bench cli` times every command on `sim serve` (`bench/cli.rs`).
+//!
 //! `cargo xtask bench scale` runs the scale benchmark of the testkit (one Backend, M
 //! other TrainJobs, N watched jobs; docs/benchmarks.md).
 //!
@@ -17,6 +19,7 @@
 //! runs once, and not at all on a file over [`MAX_VALUE_BYTES`], whose `Value` would not
 //! fit in memory.
 
+mod cli;
 mod heavy;
 mod lean;
 mod list;
@@ -71,12 +74,14 @@ struct Programs {
     baseline: PathBuf,
 }
 
-/// Runs the benchmark named by `args[0]`: `classify`, or `scale`.
+/// Runs the benchmark named by `args[0]`: `classify`, `cli` or `scale`.
 pub(crate) fn run(args: &[String]) -> run::Result {
     const USAGE: &str = "usage: cargo xtask bench classify [--max-scale N] [--keep]
+       cargo xtask bench cli
        cargo xtask bench scale [--kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]";
     match args.first().map(String::as_str) {
         Some("classify") => {}
+        Some("cli") => return cli::run(),
         // The Backend at scale (`crates/dispatch-kf-testkit/src/bin/scale.rs`), built
         // with optimizations: what a supervisor runs.
         Some("scale") => {

@@ -4,7 +4,8 @@
 //! - `cargo xtask ci [--real]`: formatting, clippy with warnings denied, docs, then the
 //!   tests; with `--real`, then the end-to-end suite on the real control plane.
 //! - `cargo xtask bench classify`: offline classification against a plain JSON parse;
-//!   `cargo xtask bench scale`: one Backend among many jobs (docs/benchmarks.md).
+//!   `cargo xtask bench cli`: every command on `sim serve`; `cargo xtask bench scale`:
+//!   one Backend among many jobs (docs/benchmarks.md).
 //! - `cargo xtask e2e --kubeconfig FILE | --real`: the end-to-end suite against a real
 //!   cluster, or on the real control plane of `cargo xtask cluster` in both modes.
 //! - `cargo xtask cluster up|gate|down|build`: the real control plane (docs/real-cluster.md).
@@ -34,12 +35,13 @@ mod tidy;
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: cargo xtask <test|ci|bench classify|bench scale|e2e|cluster|fidelity|fixtures|soak|install|fuzz>
+    "usage: cargo xtask <test|ci|bench classify|bench cli|bench scale|e2e|cluster|fidelity|fixtures|soak|install|fuzz>
 
   test             run every test of the workspace
   ci [--real]      cargo fmt --check, clippy -D warnings, cargo doc, then test; with
                    --real, then the e2e suite on the real control plane (e2e --real)
   bench classify   time dispatch-kf classify against serde_json on generated dumps
+  bench cli        every command's wall time on sim serve; writing commands within 2x find
   bench scale [--kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]
                    one Backend in a namespace of M other TrainJobs watching N jobs: Find's
                    requests, bytes, latency and CPU, watch requests, memory per watched job
