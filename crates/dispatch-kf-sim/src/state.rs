@@ -62,6 +62,8 @@ pub(crate) struct State {
     pub(crate) slow_termination: bool,
     pub(crate) manage_jobs_without_queue_name: bool,
     pub(crate) log_tx: tokio::sync::broadcast::Sender<crate::logs::Chunk>,
+    /// The objects each controller must look at again.
+    pub(crate) wakes: crate::controllers::wake::Wakes,
 }
 
 impl State {
@@ -84,6 +86,7 @@ impl State {
             slow_termination: false,
             manage_jobs_without_queue_name: false,
             log_tx: tokio::sync::broadcast::channel(1024).0,
+            wakes: Default::default(),
         }
     }
 

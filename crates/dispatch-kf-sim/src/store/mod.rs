@@ -1,14 +1,20 @@
 //! The object store: every object by resource, namespace and name; one resourceVersion
 //! counter for the whole cluster (as etcd's revision); a window of recent events for
-//! watches, and a broadcast of new ones.
+//! watches, and a broadcast of new ones; secondary indexes (`index.rs`) and the journal
+//! of changes the controllers have not looked at yet.
 
-use std::collections::{BTreeMap, VecDeque};
+mod index;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+pub(crate) use self::index::{Indexes, owner_uids, uid_of};
 use crate::resources::ResId;
+use crate::selector::Selector;
 
 /// Where an object lives.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -43,6 +49,18 @@ pub(crate) struct Event {
     pub(crate) old: Option<Value>,
 }
 
+/// How many changes the journal holds for the controllers before it gives up on
+/// naming them (then the controllers look at everything: [`Changes::overflowed`]).
+const JOURNAL_LIMIT: usize = 100_000;
+
+/// The changes since the controllers last looked.
+#[derive(Default)]
+pub(crate) struct Changes {
+    pub(crate) events: Vec<Arc<Event>>,
+    /// More changes happened than the journal keeps: some are not in `events`.
+    pub(crate) overflowed: bool,
+}
+
 /// How many events the store keeps for watches by default.
 pub(crate) const DEFAULT_WINDOW: usize = 10_000;
 
@@ -54,6 +72,8 @@ pub(crate) struct Store {
     /// Watches from a resourceVersion below this are expired.
     oldest: u64,
     tx: broadcast::Sender<Arc<Event>>,
+    index: Indexes,
+    journal: Changes,
 }
 
 impl Store {
@@ -66,6 +86,8 @@ impl Store {
             window: DEFAULT_WINDOW,
             oldest: 1,
             tx,
+            index: Indexes::new(),
+            journal: Changes::default(),
         }
     }
 
@@ -79,12 +101,62 @@ impl Store {
 
     /// Objects of one resource, in one namespace (or all when `ns` is empty), by name.
     pub(crate) fn list(&self, res: ResId, ns: &str) -> Vec<(&Key, &Value)> {
-        self.objects.iter().filter(|(k, _)| k.res == res && (ns.is_empty() || k.ns == ns)).collect()
+        self.range(res, ns).collect()
     }
 
-    /// Every object (for controllers and dumps).
-    pub(crate) fn all(&self) -> impl Iterator<Item = (&Key, &Value)> {
-        self.objects.iter()
+    /// [`Store::list`] as an iterator: the keys are ordered by resource, namespace and
+    /// name, so one resource (or one namespace of it) is one range of the map.
+    pub(crate) fn range(
+        &self,
+        res: ResId,
+        ns: &str,
+    ) -> impl Iterator<Item = (&Key, &Value)> + use<'_> {
+        let ns = ns.to_string();
+        let from = Key { res, ns: ns.clone(), name: String::new() };
+        self.objects
+            .range((Bound::Included(from), Bound::Unbounded))
+            .take_while(move |(k, _)| k.res == res && (ns.is_empty() || k.ns == ns))
+    }
+
+    /// The objects of [`Store::list`] whose labels match `selector`, by name. When the
+    /// selector has equality or `in` terms, the label index gives the candidates.
+    pub(crate) fn select<'a>(
+        &'a self,
+        res: ResId,
+        ns: &'a str,
+        selector: &Selector,
+    ) -> Vec<(&'a Key, &'a Value)> {
+        let mut candidates: Option<BTreeSet<&Key>> = None;
+        for (key, values) in selector.index_terms() {
+            let found: BTreeSet<&Key> = values
+                .iter()
+                .filter_map(|v| self.index.labelled(res, key, v))
+                .flatten()
+                .filter(|k| ns.is_empty() || k.ns == ns)
+                .collect();
+            candidates = Some(match candidates {
+                None => found,
+                Some(c) => c.intersection(&found).copied().collect(),
+            });
+        }
+        match candidates {
+            None => self.range(res, ns).filter(|(_, v)| selector.matches(v)).collect(),
+            Some(keys) => keys
+                .into_iter()
+                .filter_map(|k| self.objects.get_key_value(k))
+                .filter(|(_, v)| selector.matches(v))
+                .collect(),
+        }
+    }
+
+    /// The secondary indexes.
+    pub(crate) fn index(&self) -> &Indexes {
+        &self.index
+    }
+
+    /// Takes the changes made since the last call.
+    pub(crate) fn take_changes(&mut self) -> Changes {
+        std::mem::take(&mut self.journal)
     }
 
     /// Stores an object under a new resourceVersion and emits its event.
@@ -92,6 +164,10 @@ impl Store {
         self.rv += 1;
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         let old = self.objects.insert(key.clone(), obj.clone());
+        if let Some(old) = &old {
+            self.index.remove(&key, old);
+        }
+        self.index.insert(&key, &obj);
         let typ = if old.is_some() { EventType::Modified } else { EventType::Added };
         self.emit(Event { key, typ, rv: self.rv, object: obj.clone(), old });
         obj
@@ -100,6 +176,7 @@ impl Store {
     /// Removes an object for good and emits DELETED.
     pub(crate) fn remove(&mut self, key: &Key) -> Option<Value> {
         let mut obj = self.objects.remove(key)?;
+        self.index.remove(key, &obj);
         self.rv += 1;
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         let old = Some(obj.clone());
@@ -115,6 +192,11 @@ impl Store {
 
     fn emit(&mut self, ev: Event) {
         let ev = Arc::new(ev);
+        if self.journal.events.len() < JOURNAL_LIMIT {
+            self.journal.events.push(ev.clone());
+        } else {
+            self.journal.overflowed = true;
+        }
         self.events.push_back(ev.clone());
         while self.events.len() > self.window {
             if let Some(e) = self.events.pop_front() {
