@@ -9,12 +9,15 @@
 use std::time::Instant;
 
 use dispatch_kf_sim::{RESOURCES, Sim, SimOptions};
+use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use serde_json::json;
 
 const NS: &str = "training";
+/// Create requests in flight at once.
+const IN_FLIGHT: usize = 4;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -40,17 +43,29 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let trainjobs: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &ar);
 
+    // A few requests in flight, as several clients would send them: the sim serves
+    // them one at a time, while the client encodes the next.
     let started = Instant::now();
-    for i in 0..n {
-        let tj: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-            "metadata": {"name": format!("fill-{i:05}"), "labels": {"fill/batch": (i % 10).to_string()}},
-            "spec": {
-                "runtimeRef": {"name": "torch-distributed"},
-                "trainer": {"numNodes": 1 + (i % 2)},
-            },
-        }))?;
-        trainjobs.create(&PostParams::default(), &tj).await?;
+    let creates: Vec<_> = (0..n)
+        .map(|i| {
+            let trainjobs = trainjobs.clone();
+            async move {
+                let tj: DynamicObject = serde_json::from_value(json!({
+                    "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                    "metadata": {"name": format!("fill-{i:05}"), "labels": {"fill/batch": (i % 10).to_string()}},
+                    "spec": {
+                        "runtimeRef": {"name": "torch-distributed"},
+                        "trainer": {"numNodes": 1 + (i % 2)},
+                    },
+                }))?;
+                trainjobs.create(&PostParams::default(), &tj).await?;
+                Ok::<_, Box<dyn std::error::Error>>(())
+            }
+        })
+        .collect();
+    let mut creates = futures::stream::iter(creates).buffer_unordered(IN_FLIGHT);
+    while let Some(done) = creates.next().await {
+        done?;
     }
     let creates = started.elapsed();
 
@@ -73,6 +88,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let objects: usize = RESOURCES.iter().map(|r| sim.list(r.plural, "").len()).sum();
     println!("trainjobs:      {n}");
     println!("objects:        {objects}");
+    println!("writes:         {} (resourceVersion)", sim.resource_version());
     println!(
         "creates:        {:.2} s ({:.2} ms each)",
         creates.as_secs_f64(),

@@ -154,7 +154,7 @@ impl Sim {
         if st.auto_settle {
             controllers::settle(&mut st);
         }
-        Ok(out)
+        Ok((*out).clone())
     }
 
     /// One object, by plural resource, namespace (empty for cluster scope) and name.

@@ -2,6 +2,7 @@
 //! identities, fault rules, the request log, and controller bookkeeping.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -116,7 +117,7 @@ impl State {
 
     /// Inserts an object directly (setup and controllers), filling the metadata the
     /// apiserver would; returns the stored object.
-    pub(crate) fn insert(&mut self, res: ResId, obj: Value, manager: &str) -> Value {
+    pub(crate) fn insert(&mut self, res: ResId, obj: Value, manager: &str) -> Arc<Value> {
         self.insert_as(res, obj, manager, "Update")
     }
 
@@ -128,7 +129,7 @@ impl State {
         mut obj: Value,
         manager: &str,
         operation: &str,
-    ) -> Value {
+    ) -> Arc<Value> {
         let r = &resources::RESOURCES[res];
         let ns = if r.namespaced {
             obj.pointer("/metadata/namespace")

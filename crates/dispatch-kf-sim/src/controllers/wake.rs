@@ -150,8 +150,8 @@ fn concern(state: &mut State, ev: &Event) {
             for tj in owners(state, ev, "trainjobs") {
                 wake(state, Ctl::KueueJobs, tj);
             }
-            let old = if ev.typ == EventType::Added { None } else { ev.old.as_ref() };
-            let new = (ev.typ != EventType::Deleted).then_some(&ev.object);
+            let old = if ev.typ == EventType::Added { None } else { ev.old.as_deref() };
+            let new = (ev.typ != EventType::Deleted).then_some(&*ev.object);
             if reservation(old) != reservation(new) {
                 wake_all(state, Ctl::KueueWorkloads);
             }

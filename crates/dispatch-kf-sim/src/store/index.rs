@@ -72,6 +72,33 @@ impl Indexes {
 
     /// Indexes a stored object.
     pub(crate) fn insert(&mut self, key: &Key, obj: &Value) {
+        self.insert_identity(key, obj);
+        self.insert_state(key, obj);
+    }
+
+    /// Forgets an object as it was stored.
+    pub(crate) fn remove(&mut self, key: &Key, obj: &Value) {
+        self.remove_identity(key, obj);
+        self.remove_state(key, obj);
+    }
+
+    /// Re-indexes an object that `new` replaces; labels, UID and owners are re-indexed
+    /// only when they changed (a status write changes none of them).
+    pub(crate) fn replace(&mut self, key: &Key, old: &Value, new: &Value) {
+        fn identity(v: &Value) -> (Option<&Value>, Option<&Value>, Option<&Value>) {
+            let m = &v["metadata"];
+            (m.get("labels"), m.get("uid"), m.get("ownerReferences"))
+        }
+        if identity(old) != identity(new) {
+            self.remove_identity(key, old);
+            self.insert_identity(key, new);
+        }
+        self.remove_state(key, old);
+        self.insert_state(key, new);
+    }
+
+    /// Labels, UID and owner references.
+    fn insert_identity(&mut self, key: &Key, obj: &Value) {
         for (k, v) in labels(obj) {
             self.labels
                 .entry((key.res, k.to_string(), v.to_string()))
@@ -87,24 +114,9 @@ impl Indexes {
                 self.dangling.insert(owner.to_string());
             }
         }
-        if deleting(obj) {
-            self.deleting.insert(key.clone());
-        }
-        if key.res == self.pods {
-            let node = str_at(obj, "/spec/nodeName");
-            let phase = str_at(obj, "/status/phase");
-            if node.is_empty() && !deleting(obj) && phase == "Pending" {
-                self.unscheduled.insert(key.clone());
-            }
-            if !node.is_empty() && phase != "Succeeded" && phase != "Failed" {
-                *self.gpus_used.entry(node.to_string()).or_default() +=
-                    crate::controllers::scheduler::gpus(obj);
-            }
-        }
     }
 
-    /// Forgets an object as it was stored.
-    pub(crate) fn remove(&mut self, key: &Key, obj: &Value) {
+    fn remove_identity(&mut self, key: &Key, obj: &Value) {
         for (k, v) in labels(obj) {
             let entry = (key.res, k.to_string(), v.to_string());
             if let Some(set) = self.labels.get_mut(&entry) {
@@ -133,7 +145,30 @@ impl Indexes {
                 }
             }
         }
-        self.deleting.remove(key);
+    }
+
+    /// Deletion, and a pod's scheduling and GPUs.
+    fn insert_state(&mut self, key: &Key, obj: &Value) {
+        if deleting(obj) {
+            self.deleting.insert(key.clone());
+        }
+        if key.res == self.pods {
+            let node = str_at(obj, "/spec/nodeName");
+            let phase = str_at(obj, "/status/phase");
+            if node.is_empty() && !deleting(obj) && phase == "Pending" {
+                self.unscheduled.insert(key.clone());
+            }
+            if !node.is_empty() && phase != "Succeeded" && phase != "Failed" {
+                *self.gpus_used.entry(node.to_string()).or_default() +=
+                    crate::controllers::scheduler::gpus(obj);
+            }
+        }
+    }
+
+    fn remove_state(&mut self, key: &Key, obj: &Value) {
+        if deleting(obj) {
+            self.deleting.remove(key);
+        }
         if key.res == self.pods {
             self.unscheduled.remove(key);
             let node = str_at(obj, "/spec/nodeName");

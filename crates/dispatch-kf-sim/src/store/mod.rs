@@ -44,9 +44,9 @@ pub(crate) struct Event {
     pub(crate) key: Key,
     pub(crate) typ: EventType,
     pub(crate) rv: u64,
-    pub(crate) object: Value,
+    pub(crate) object: Arc<Value>,
     /// The object before the change (for selector transitions).
-    pub(crate) old: Option<Value>,
+    pub(crate) old: Option<Arc<Value>>,
 }
 
 /// How many changes the journal holds for the controllers before it gives up on
@@ -65,7 +65,8 @@ pub(crate) struct Changes {
 pub(crate) const DEFAULT_WINDOW: usize = 10_000;
 
 pub(crate) struct Store {
-    objects: BTreeMap<Key, Value>,
+    /// Shared with the events that carry them, so a write copies no object.
+    objects: BTreeMap<Key, Arc<Value>>,
     rv: u64,
     events: VecDeque<Arc<Event>>,
     window: usize,
@@ -96,7 +97,7 @@ impl Store {
     }
 
     pub(crate) fn get(&self, key: &Key) -> Option<&Value> {
-        self.objects.get(key)
+        self.objects.get(key).map(|v| &**v)
     }
 
     /// Objects of one resource, in one namespace (or all when `ns` is empty), by name.
@@ -116,6 +117,7 @@ impl Store {
         self.objects
             .range((Bound::Included(from), Bound::Unbounded))
             .take_while(move |(k, _)| k.res == res && (ns.is_empty() || k.ns == ns))
+            .map(|(k, v)| (k, &**v))
     }
 
     /// The objects of [`Store::list`] whose labels match `selector`, by name. When the
@@ -144,6 +146,7 @@ impl Store {
             Some(keys) => keys
                 .into_iter()
                 .filter_map(|k| self.objects.get_key_value(k))
+                .map(|(k, v)| (k, &**v))
                 .filter(|(_, v)| selector.matches(v))
                 .collect(),
         }
@@ -159,15 +162,17 @@ impl Store {
         std::mem::take(&mut self.journal)
     }
 
-    /// Stores an object under a new resourceVersion and emits its event.
-    pub(crate) fn put(&mut self, key: Key, mut obj: Value) -> Value {
+    /// Stores an object under a new resourceVersion and emits its event; returns the
+    /// stored object.
+    pub(crate) fn put(&mut self, key: Key, mut obj: Value) -> Arc<Value> {
         self.rv += 1;
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
+        let obj = Arc::new(obj);
         let old = self.objects.insert(key.clone(), obj.clone());
-        if let Some(old) = &old {
-            self.index.remove(&key, old);
+        match &old {
+            Some(old) => self.index.replace(&key, old, &obj),
+            None => self.index.insert(&key, &obj),
         }
-        self.index.insert(&key, &obj);
         let typ = if old.is_some() { EventType::Modified } else { EventType::Added };
         self.emit(Event { key, typ, rv: self.rv, object: obj.clone(), old });
         obj
@@ -175,17 +180,18 @@ impl Store {
 
     /// Removes an object for good and emits DELETED.
     pub(crate) fn remove(&mut self, key: &Key) -> Option<Value> {
-        let mut obj = self.objects.remove(key)?;
-        self.index.remove(key, &obj);
+        let old = self.objects.remove(key)?;
+        self.index.remove(key, &old);
         self.rv += 1;
+        let mut obj = (*old).clone();
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
-        let old = Some(obj.clone());
+        let object = Arc::new(obj.clone());
         self.emit(Event {
             key: key.clone(),
             typ: EventType::Deleted,
             rv: self.rv,
-            object: obj.clone(),
-            old,
+            object,
+            old: Some(old),
         });
         Some(obj)
     }
