@@ -235,3 +235,76 @@ impl Store {
         self.window = window.max(1);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::id;
+
+    fn pod(ns: &str, name: &str, labels: Value) -> Value {
+        json!({"metadata": {"name": name, "namespace": ns, "uid": format!("{ns}-{name}"), "labels": labels}})
+    }
+
+    #[test]
+    fn a_selection_through_the_label_index_is_the_scan_it_replaces() {
+        let mut store = Store::new();
+        let pods = id("pods");
+        for (i, ns) in ["a", "b"].iter().enumerate() {
+            for n in 0..20 {
+                let labels = json!({"app": format!("app-{}", n % 3), "tier": if n % 2 == 0 { "web" } else { "db" }, "ix": (n + i).to_string()});
+                let name = format!("p-{n:02}");
+                store.put(Key::new(pods, ns, &name), pod(ns, &name, labels));
+            }
+        }
+        // Relabel one, delete another: the index follows.
+        store.put(Key::new(pods, "a", "p-00"), pod("a", "p-00", json!({"app": "app-2"})));
+        store.remove(&Key::new(pods, "b", "p-03"));
+        for s in [
+            "",
+            "app=app-1",
+            "app==app-2,tier=web",
+            "app in (app-0,app-2),tier!=db",
+            "app in (app-1),ix",
+            "tier notin (web),!ix",
+            "app=nothing",
+        ] {
+            let selector = Selector::parse(s).unwrap();
+            for ns in ["", "a", "b"] {
+                let scan: Vec<&Key> = store
+                    .range(pods, ns)
+                    .filter(|(_, v)| selector.matches(v))
+                    .map(|(k, _)| k)
+                    .collect();
+                let selected: Vec<&Key> =
+                    store.select(pods, ns, &selector).into_iter().map(|(k, _)| k).collect();
+                assert_eq!(selected, scan, "selector {s:?} in namespace {ns:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn dependents_and_dangling_owners_follow_writes_and_deletes() {
+        let mut store = Store::new();
+        let (jobs, pods) = (id("jobs"), id("pods"));
+        let owner = json!({"metadata": {"name": "j", "namespace": "a", "uid": "u-j"}});
+        let child = |name: &str| {
+            json!({"metadata": {"name": name, "namespace": "a", "uid": format!("u-{name}"),
+            "ownerReferences": [{"uid": "u-j", "controller": true}]}})
+        };
+        store.put(Key::new(jobs, "a", "j"), owner);
+        store.put(Key::new(pods, "a", "p1"), child("p1"));
+        store.put(Key::new(pods, "a", "p2"), child("p2"));
+        let deps: Vec<String> = store.index().dependents("u-j").map(|k| k.name.clone()).collect();
+        assert_eq!(deps, ["p1", "p2"]);
+        assert!(store.index().dangling_dependents().is_empty());
+        store.remove(&Key::new(jobs, "a", "j"));
+        assert!(!store.index().live("u-j"));
+        let orphans: Vec<String> =
+            store.index().dangling_dependents().into_iter().map(|k| k.name).collect();
+        assert_eq!(orphans, ["p1", "p2"]);
+        store.remove(&Key::new(pods, "a", "p1"));
+        store.remove(&Key::new(pods, "a", "p2"));
+        assert!(store.index().dangling_dependents().is_empty());
+        assert_eq!(store.index().dependents("u-j").count(), 0);
+    }
+}
