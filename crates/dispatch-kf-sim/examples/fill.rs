@@ -1,5 +1,6 @@
 //! Fills a simulated cluster with TrainJobs through the HTTP API and prints where the
-//! time goes: `cargo run --release -p dispatch-kf-sim --example fill -- 1000`.
+//! time goes: `cargo run --release -p dispatch-kf-sim --example fill -- 1000 [4]` (how
+//! many TrainJobs, and how many create requests in flight at once, 4 by default).
 //!
 //! Each TrainJob runs on the demo's `torch-distributed` runtime with 1 or 2 nodes, so
 //! the controllers make its runtime snapshot, JobSet, Job and pods. Printed: wall time
@@ -16,12 +17,14 @@ use kube::{Api, Client, Config};
 use serde_json::json;
 
 const NS: &str = "training";
-/// Create requests in flight at once.
+/// Create requests in flight at once, unless the second argument says otherwise.
 const IN_FLIGHT: usize = 4;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(1000);
+    let in_flight: usize =
+        std::env::args().nth(2).map(|a| a.parse()).transpose()?.unwrap_or(IN_FLIGHT).max(1);
     let sim = Sim::start(SimOptions::default()).await?;
     sim.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))?;
     sim.apply(dispatch_kf_sim::torch_distributed())?;
@@ -63,12 +66,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         })
         .collect();
-    let mut creates = futures::stream::iter(creates).buffer_unordered(IN_FLIGHT);
+    let mut creates = futures::stream::iter(creates).buffer_unordered(in_flight);
     while let Some(done) = creates.next().await {
         done?;
     }
     let creates = started.elapsed();
 
+    // `settle` reconciles every object once more (nothing is left to change).
     let started = Instant::now();
     sim.settle();
     let settle = started.elapsed();
@@ -86,7 +90,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let metadata_list = started.elapsed();
 
     let objects: usize = RESOURCES.iter().map(|r| sim.list(r.plural, "").len()).sum();
-    println!("trainjobs:      {n}");
+    println!("trainjobs:      {n} ({in_flight} creates in flight)");
     println!("objects:        {objects}");
     println!("writes:         {} (resourceVersion)", sim.resource_version());
     println!(
@@ -94,7 +98,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         creates.as_secs_f64(),
         creates.as_secs_f64() * 1e3 / n.max(1) as f64
     );
-    println!("settle:         {:.3} s", settle.as_secs_f64());
+    println!("settle:         {:.3} s (a pass over every object)", settle.as_secs_f64());
     println!(
         "label list:     {:.3} ms ({} pods of {name})",
         label_list.as_secs_f64() * 1e3,
