@@ -36,9 +36,9 @@ pub(crate) fn handle(
     let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))?;
     let matching: Vec<(Key, Value)> = state
         .store
-        .list(req.res, &req.ns)
+        .select(req.res, &req.ns, &labels)
         .into_iter()
-        .filter(|(_, v)| labels.matches(v) && fields.matches(v))
+        .filter(|(_, v)| fields.matches(v))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let mut items = Vec::new();

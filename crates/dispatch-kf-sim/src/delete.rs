@@ -142,7 +142,7 @@ pub(crate) fn delete(
     if new == obj {
         return Ok(Deleted::Pending(obj));
     }
-    Ok(Deleted::Pending(state.store.put(key.clone(), new)))
+    Ok(Deleted::Pending((*state.store.put(key.clone(), new)).clone()))
 }
 
 /// The DELETE handler's answer: the pending object, or a success Status.

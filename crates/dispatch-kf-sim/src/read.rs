@@ -94,10 +94,10 @@ pub(crate) fn list(
     let meta = wants_metadata(accept);
     let matching: Vec<&Value> = state
         .store
-        .list(req.res, &req.ns)
+        .select(req.res, &req.ns, &labels)
         .into_iter()
         .map(|(_, v)| v)
-        .filter(|v| labels.matches(v) && fields.matches(v))
+        .filter(|v| fields.matches(v))
         .collect();
     let page: Vec<Value> = matching
         .iter()

@@ -97,6 +97,16 @@ impl Selector {
         Ok(Self(reqs))
     }
 
+    /// The equality and `in` terms, as (key, values one of which the label must have):
+    /// the terms an index of labels can answer.
+    pub(crate) fn index_terms(&self) -> impl Iterator<Item = (&str, Vec<&str>)> {
+        self.0.iter().filter_map(|r| match r {
+            Req::Eq(k, v) => Some((k.as_str(), vec![v.as_str()])),
+            Req::In(k, vs) => Some((k.as_str(), vs.iter().map(String::as_str).collect())),
+            _ => None,
+        })
+    }
+
     /// Whether an object's `metadata.labels` satisfy every requirement.
     pub fn matches(&self, obj: &Value) -> bool {
         let labels = obj.pointer("/metadata/labels");

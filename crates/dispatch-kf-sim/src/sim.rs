@@ -154,7 +154,7 @@ impl Sim {
         if st.auto_settle {
             controllers::settle(&mut st);
         }
-        Ok(out)
+        Ok((*out).clone())
     }
 
     /// One object, by plural resource, namespace (empty for cluster scope) and name.
@@ -243,7 +243,9 @@ impl Sim {
 
     /// Runs every controller until nothing changes.
     pub fn settle(&self) {
-        controllers::settle(&mut self.shared.lock());
+        let mut st = self.shared.lock();
+        st.wakes.everything();
+        controllers::settle(&mut st);
     }
 
     /// Moves the virtual clock forward, then settles.
@@ -251,6 +253,7 @@ impl Sim {
         let mut st = self.shared.lock();
         let by = SignedDuration::try_from(by).unwrap_or(SignedDuration::MAX);
         st.now = st.now.checked_add(by).unwrap_or(st.now);
+        st.wakes.everything();
         controllers::settle(&mut st);
     }
 
@@ -274,7 +277,9 @@ impl Sim {
     /// When on, pods ignore SIGTERM: a Terminating pod on a healthy node stays until its
     /// grace period (`deletionGracePeriodSeconds`) has passed on the virtual clock.
     pub fn set_slow_termination(&self, on: bool) {
-        self.shared.lock().slow_termination = on;
+        let mut st = self.shared.lock();
+        st.slow_termination = on;
+        st.wakes.everything();
     }
 
     /// Installs a mutating admission webhook: every object of `plural` created from now
@@ -291,12 +296,16 @@ impl Sim {
     /// Kueue's `manageJobsWithoutQueueName`: when on, every TrainJob gets a Workload,
     /// labelled with a queue or not (one without a queue stays inadmissible).
     pub fn set_kueue_manages_jobs_without_queue_name(&self, on: bool) {
-        self.shared.lock().manage_jobs_without_queue_name = on;
+        let mut st = self.shared.lock();
+        st.manage_jobs_without_queue_name = on;
+        st.wakes.everything();
     }
 
     /// Sets the garbage collector's lag.
     pub fn set_gc_lag(&self, lag: Duration) {
-        self.shared.lock().gc_lag = lag;
+        let mut st = self.shared.lock();
+        st.gc_lag = lag;
+        st.wakes.everything();
     }
 
     /// Sets the text `pods/<name>/log` returns.

@@ -2,6 +2,7 @@
 //! identities, fault rules, the request log, and controller bookkeeping.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -62,6 +63,8 @@ pub(crate) struct State {
     pub(crate) slow_termination: bool,
     pub(crate) manage_jobs_without_queue_name: bool,
     pub(crate) log_tx: tokio::sync::broadcast::Sender<crate::logs::Chunk>,
+    /// The objects each controller must look at again.
+    pub(crate) wakes: crate::controllers::wake::Wakes,
 }
 
 impl State {
@@ -84,6 +87,7 @@ impl State {
             slow_termination: false,
             manage_jobs_without_queue_name: false,
             log_tx: tokio::sync::broadcast::channel(1024).0,
+            wakes: Default::default(),
         }
     }
 
@@ -113,7 +117,7 @@ impl State {
 
     /// Inserts an object directly (setup and controllers), filling the metadata the
     /// apiserver would; returns the stored object.
-    pub(crate) fn insert(&mut self, res: ResId, obj: Value, manager: &str) -> Value {
+    pub(crate) fn insert(&mut self, res: ResId, obj: Value, manager: &str) -> Arc<Value> {
         self.insert_as(res, obj, manager, "Update")
     }
 
@@ -125,7 +129,7 @@ impl State {
         mut obj: Value,
         manager: &str,
         operation: &str,
-    ) -> Value {
+    ) -> Arc<Value> {
         let r = &resources::RESOURCES[res];
         let ns = if r.namespaced {
             obj.pointer("/metadata/namespace")

@@ -106,8 +106,8 @@ pub(crate) fn start(
     let mut initial = Vec::new();
     match rv {
         None => {
-            for (_, obj) in state.store.list(req.res, &req.ns) {
-                if filter.matches(obj) {
+            for (_, obj) in state.store.select(req.res, &req.ns, &filter.labels) {
+                if filter.fields.matches(obj) {
                     initial.push(filter.render("ADDED", obj));
                 }
             }

@@ -121,7 +121,7 @@ pub(crate) fn create(
     meta["generation"] = json!(1);
     let time = state.now_str();
     managed::record(None, &mut obj, manager, "Update", "", &time);
-    Ok(state.store.put(key, obj))
+    Ok((*state.store.put(key, obj)).clone())
 }
 
 /// Writes `new` over `old` after the checks every update path shares, in the
@@ -172,7 +172,7 @@ pub(crate) fn commit(
     if finished {
         state.store.remove(&key);
     }
-    Ok(stored)
+    Ok((*stored).clone())
 }
 
 fn resource_version(object: &Value) -> &str {

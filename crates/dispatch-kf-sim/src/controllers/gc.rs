@@ -3,24 +3,15 @@
 //! the `orphan` finalizer strips owner references from dependents; the
 //! `foregroundDeletion` finalizer deletes dependents first, then the owner.
 
-use std::collections::BTreeSet;
-
 use jiff::SignedDuration;
 use serde_json::Value;
 
 use crate::delete::{self, DeleteOptions, Propagation};
 use crate::state::State;
-use crate::store::Key;
+use crate::store::{Key, owner_uids, uid_of};
 
 fn uid(v: &Value) -> String {
-    v.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string()
-}
-
-fn owner_uids(v: &Value) -> Vec<String> {
-    v.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|o| o.get("uid")?.as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
+    uid_of(v).to_string()
 }
 
 fn has_finalizer(v: &Value, name: &str) -> bool {
@@ -29,21 +20,19 @@ fn has_finalizer(v: &Value, name: &str) -> bool {
         .is_some_and(|f| f.iter().any(|x| x == name))
 }
 
+/// The objects with an owner reference to `owner`, in key order (from the store's index).
 fn dependents(state: &State, owner: &str) -> Vec<Key> {
-    state
-        .store
-        .all()
-        .filter(|(_, v)| owner_uids(v).iter().any(|u| u == owner))
-        .map(|(k, _)| k.clone())
-        .collect()
+    state.store.index().dependents(owner).cloned().collect()
 }
 
 pub(crate) fn run(state: &mut State) {
+    // The store's index holds the objects being deleted.
     let owners: Vec<(Key, Value)> = state
         .store
-        .all()
-        .filter(|(_, v)| v.pointer("/metadata/deletionTimestamp").is_some())
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .index()
+        .deleting()
+        .iter()
+        .filter_map(|k| Some((k.clone(), state.store.get(k)?.clone())))
         .collect();
     for (key, obj) in owners {
         let owner = uid(&obj);
@@ -86,18 +75,18 @@ pub(crate) fn run(state: &mut State) {
             }
         }
     }
-    // Orphans: every owner reference names a UID that no object has.
-    let live: BTreeSet<String> = state.store.all().map(|(_, v)| uid(v)).collect();
-    let orphans: Vec<Key> = state
-        .store
-        .all()
-        .filter(|(_, v)| {
-            let o = owner_uids(v);
-            !o.is_empty()
-                && o.iter().all(|u| !live.contains(u))
-                && v.pointer("/metadata/deletionTimestamp").is_none()
+    // Orphans: every owner reference names a UID that no object has. The candidates are
+    // the dependents of UIDs no object has (the store's index).
+    let index = state.store.index();
+    let orphans: Vec<Key> = index
+        .dangling_dependents()
+        .into_iter()
+        .filter(|k| {
+            state.store.get(k).is_some_and(|v| {
+                owner_uids(v).all(|u| !index.live(u))
+                    && v.pointer("/metadata/deletionTimestamp").is_none()
+            })
         })
-        .map(|(k, _)| k.clone())
         .collect();
     state.gc_seen.retain(|k, _| orphans.contains(k));
     let lag = SignedDuration::try_from(state.gc_lag).unwrap_or(SignedDuration::MAX);

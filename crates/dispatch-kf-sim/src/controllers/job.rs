@@ -19,9 +19,10 @@ use serde_json::{Value, json};
 
 use super::job_pods::{self, MANAGER, TRACKING};
 use super::util::{
-    condition, controlled_by, deleting, has_finalizer, is_true, objects_at, owned, phase,
-    set_condition, str_at, suspended, terminal,
+    condition, deleting, has_finalizer, is_true, objects_at, owned, phase, set_condition, str_at,
+    suspended, terminal,
 };
+use super::wake::{self, Ctl};
 use crate::delete::{self, DeleteOptions};
 use crate::resources::id;
 use crate::state::State;
@@ -114,28 +115,26 @@ fn is_active(pod: &Value) -> bool {
 }
 
 pub(crate) fn run(state: &mut State) {
-    let jobs: Vec<(Key, Value)> =
-        state.store.list(id("jobs"), "").into_iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    for (key, job) in &jobs {
-        reconcile(state, key, job.clone());
-    }
+    wake::each(state, Ctl::Job, reconcile);
     // `handleOrphanPod`: a tracked pod whose Job is gone is let go.
-    let live: BTreeSet<String> = state
-        .store
-        .list(id("jobs"), "")
+    wake::each(state, Ctl::JobOrphans, |state, key, pod| {
+        if has_finalizer(&pod, TRACKING) && !controlled_by_a_job(state, &pod) {
+            delete::remove_finalizer(state, key, TRACKING);
+        }
+    });
+}
+
+/// Whether a controller owner reference of `pod` names a Job that exists.
+fn controlled_by_a_job(state: &State, pod: &Value) -> bool {
+    let jobs = id("jobs");
+    let index = state.store.index();
+    pod.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
         .into_iter()
-        .map(|(_, j)| str_at(j, "/metadata/uid").to_string())
-        .collect();
-    let orphans: Vec<Key> = state
-        .store
-        .list(id("pods"), "")
-        .into_iter()
-        .filter(|(_, p)| has_finalizer(p, TRACKING) && !live.iter().any(|u| controlled_by(p, u)))
-        .map(|(k, _)| k.clone())
-        .collect();
-    for k in orphans {
-        delete::remove_finalizer(state, &k, TRACKING);
-    }
+        .flatten()
+        .filter(|r| r["controller"] == true)
+        .filter_map(|r| r["uid"].as_str())
+        .any(|uid| index.by_uid(uid).any(|k| k.res == jobs))
 }
 
 /// Counts what finished: pods still carrying the tracking finalizer that succeeded or

@@ -17,6 +17,7 @@ use super::util::{
     condition, delete_once, deleting, is_true, label, objects_at, owned, set_condition, str_at,
     suspended,
 };
+use super::wake::{self, Ctl};
 use crate::delete::Propagation;
 use crate::resources::id;
 use crate::state::State;
@@ -77,19 +78,13 @@ fn replicated_jobs(js: &Value) -> Vec<Value> {
 }
 
 pub(crate) fn run(state: &mut State) {
-    let sets: Vec<(Key, Value)> = state
-        .store
-        .list(id("jobsets"), "")
-        .into_iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    for (key, js) in sets {
+    wake::each(state, Ctl::JobSet, |state, key, js| {
         let managed =
             js.pointer("/spec/managedBy").and_then(Value::as_str).is_none_or(|m| m == CONTROLLER);
         if managed && !deleting(&js) {
-            reconcile(state, &key, js);
+            reconcile(state, key, js);
         }
-    }
+    });
 }
 
 fn reconcile(state: &mut State, key: &Key, mut js: Value) {

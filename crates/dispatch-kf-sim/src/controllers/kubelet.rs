@@ -7,6 +7,7 @@
 use serde_json::{Value, json};
 
 use super::util::{deleting, set_condition, str_at};
+use super::wake::{self, Ctl};
 use crate::resources::id;
 use crate::state::State;
 use crate::store::Key;
@@ -46,35 +47,35 @@ fn start(pod: &mut Value, now: &str) {
 
 pub(crate) fn run(state: &mut State) {
     let now = state.now_str();
-    let pods: Vec<(Key, Value)> =
-        state.store.list(id("pods"), "").into_iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    for (key, mut pod) in pods {
-        let node = str_at(&pod, "/spec/nodeName").to_string();
-        let on_ready_node = !node.is_empty() && node_ready(state, &node);
-        let no_finalizers =
-            pod.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
-        if deleting(&pod) {
-            // With `slow_termination`, the containers run until the grace period ends.
-            let grace_over = !state.slow_termination
-                || str_at(&pod, "/metadata/deletionTimestamp")
-                    .parse::<jiff::Timestamp>()
-                    .is_ok_and(|t| state.now >= t);
-            if !grace_over && !node.is_empty() {
-                continue;
-            }
-            // A running container gets SIGTERM and exits 143, which the kubelet reports
-            // before the pod goes, as a real node's does.
-            if on_ready_node && str_at(&pod, "/status/phase") == "Running" {
-                super::super::verbs::terminate(&mut pod, 143, "Error", "", &now);
-                state.store.put(key, pod);
-            } else if no_finalizers && (node.is_empty() || on_ready_node) {
-                state.store.remove(&key);
-            }
-            continue;
+    wake::each(state, Ctl::Kubelet, |state, key, pod| reconcile(state, key, pod, &now));
+}
+
+fn reconcile(state: &mut State, key: &Key, mut pod: Value, now: &str) {
+    let node = str_at(&pod, "/spec/nodeName").to_string();
+    let on_ready_node = !node.is_empty() && node_ready(state, &node);
+    let no_finalizers =
+        pod.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
+    if deleting(&pod) {
+        // With `slow_termination`, the containers run until the grace period ends.
+        let grace_over = !state.slow_termination
+            || str_at(&pod, "/metadata/deletionTimestamp")
+                .parse::<jiff::Timestamp>()
+                .is_ok_and(|t| state.now >= t);
+        if !grace_over && !node.is_empty() {
+            return;
         }
-        if on_ready_node && str_at(&pod, "/status/phase") == "Pending" {
-            start(&mut pod, &now);
-            state.store.put(key, pod);
+        // A running container gets SIGTERM and exits 143, which the kubelet reports
+        // before the pod goes, as a real node's does.
+        if on_ready_node && str_at(&pod, "/status/phase") == "Running" {
+            super::super::verbs::terminate(&mut pod, 143, "Error", "", now);
+            state.store.put(key.clone(), pod);
+        } else if no_finalizers && (node.is_empty() || on_ready_node) {
+            state.store.remove(key);
         }
+        return;
+    }
+    if on_ready_node && str_at(&pod, "/status/phase") == "Pending" {
+        start(&mut pod, now);
+        state.store.put(key.clone(), pod);
     }
 }

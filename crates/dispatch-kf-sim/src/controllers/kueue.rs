@@ -12,9 +12,8 @@
 use serde_json::{Value, json};
 
 use super::scheduler::GPU;
-use super::util::{
-    condition, controlled_by, controller_ref, deleting, is_true, set_condition, str_at,
-};
+use super::util::{condition, controller_ref, deleting, is_true, owned, set_condition, str_at};
+use super::wake::{self, Ctl};
 use crate::resources::id;
 use crate::state::State;
 use crate::store::Key;
@@ -38,7 +37,7 @@ fn annotation<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
     v.pointer("/metadata/annotations").and_then(|a| a.get(k)).and_then(Value::as_str)
 }
 
-fn gpus_of(wl: &Value) -> i64 {
+pub(crate) fn gpus_of(wl: &Value) -> i64 {
     wl.pointer("/spec/podSets")
         .and_then(Value::as_array)
         .into_iter()
@@ -55,38 +54,27 @@ pub(crate) const GROUP_VERSION: &str = "kueue.x-k8s.io/v1beta2";
 
 pub(crate) fn run(state: &mut State) {
     if state.unserved.contains(GROUP_VERSION) {
+        state.wakes.clear(Ctl::KueueJobs);
+        state.wakes.clear(Ctl::KueueWorkloads);
         return;
     }
-    let tjs: Vec<Value> =
-        state.store.list(id("trainjobs"), "").into_iter().map(|(_, v)| v.clone()).collect();
-    for tj in tjs.iter().filter(|t| !deleting(t)) {
+    wake::each(state, Ctl::KueueJobs, |state, _, tj| {
         let queued = tj.pointer(&format!("/metadata/labels/{}", QUEUE_NAME.replace('/', "~1")));
-        if queued.is_some() || state.manage_jobs_without_queue_name {
-            ensure_workload(state, tj);
+        if !deleting(&tj) && (queued.is_some() || state.manage_jobs_without_queue_name) {
+            ensure_workload(state, &tj);
         }
-    }
-    let wls: Vec<(Key, Value)> = state
-        .store
-        .list(id("workloads"), "")
-        .into_iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    for (key, wl) in wls {
+    });
+    wake::each(state, Ctl::KueueWorkloads, |state, key, wl| {
         if !deleting(&wl) {
-            reconcile(state, &key, wl);
+            reconcile(state, key, wl);
         }
-    }
+    });
 }
 
 fn ensure_workload(state: &mut State, tj: &Value) {
     let uid = str_at(tj, "/metadata/uid");
     let ns = str_at(tj, "/metadata/namespace");
-    let existing = state
-        .store
-        .list(id("workloads"), ns)
-        .into_iter()
-        .find(|(_, w)| controlled_by(w, uid))
-        .map(|(k, w)| (k.clone(), w.clone()));
+    let existing = owned(state, "workloads", ns, uid).into_iter().next();
     let gate = annotation(tj, GATED_BY).map(str::to_string);
     match existing {
         None => {

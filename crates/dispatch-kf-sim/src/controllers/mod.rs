@@ -1,5 +1,8 @@
 //! The controllers, run in a fixed order until nothing changes (`settle`). Each is a
-//! function of the state and the virtual clock, so a run is deterministic.
+//! function of the state and the virtual clock, so a run is deterministic. Each looks
+//! only at the objects a change concerns (`wake.rs`), or at a work list the store
+//! indexes (the scheduler's unscheduled pods, the garbage collector's objects being
+//! deleted and orphans).
 
 pub(crate) mod gc;
 pub(crate) mod job;
@@ -14,6 +17,7 @@ mod sha1;
 mod snapshot;
 pub(crate) mod trainer;
 pub(crate) mod util;
+pub(crate) mod wake;
 
 use crate::state::State;
 
@@ -37,4 +41,7 @@ pub(crate) fn settle(state: &mut State) {
             return;
         }
     }
+    // Stopped before the end: the next settle looks at everything, as this one would
+    // have gone on doing.
+    state.wakes.everything();
 }

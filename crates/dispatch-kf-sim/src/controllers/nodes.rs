@@ -9,6 +9,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
 use super::util::{deleting, set_condition, str_at};
+use super::wake::{self, Ctl};
 use crate::delete::{self, DeleteOptions};
 use crate::resources::id;
 use crate::state::State;
@@ -31,62 +32,51 @@ fn taint<'a>(node: &'a Value, key: &str) -> Option<&'a Value> {
 pub(crate) fn run(state: &mut State) {
     let now = state.now;
     let now_s = state.now_str();
-    let pods: Vec<(Key, Value)> =
-        state.store.list(id("pods"), "").into_iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    for (key, mut pod) in pods {
-        let node_name = str_at(&pod, "/spec/nodeName").to_string();
-        if node_name.is_empty() {
-            continue;
+    wake::each(state, Ctl::Nodes, |state, key, pod| reconcile(state, key, pod, now, &now_s));
+}
+
+fn reconcile(state: &mut State, key: &Key, mut pod: Value, now: Timestamp, now_s: &str) {
+    let node_name = str_at(&pod, "/spec/nodeName").to_string();
+    if node_name.is_empty() {
+        return;
+    }
+    let node = state.store.get(&Key::new(id("nodes"), "", &node_name)).cloned();
+    // Pod GC fails the pod and force-deletes it. Only an orphan gets a condition of
+    // its own; on an out-of-service node the pod keeps what it had (the taint
+    // manager's), as kube-controller-manager's gcTerminating does. Containers keep
+    // their last status: no kubelet reports on them.
+    let gc = match &node {
+        None => Some(Some("PodGC: node no longer exists")),
+        Some(n) if taint(n, OUT_OF_SERVICE).is_some() && deleting(&pod) => Some(None),
+        _ => None,
+    };
+    if let Some(condition) = gc {
+        if let Some(message) = condition {
+            set_condition(&mut pod, "DisruptionTarget", "True", "DeletionByPodGC", message, now_s);
         }
-        let node = state.store.get(&Key::new(id("nodes"), "", &node_name)).cloned();
-        // Pod GC fails the pod and force-deletes it. Only an orphan gets a condition of
-        // its own; on an out-of-service node the pod keeps what it had (the taint
-        // manager's), as kube-controller-manager's gcTerminating does. Containers keep
-        // their last status: no kubelet reports on them.
-        let gc = match &node {
-            None => Some(Some("PodGC: node no longer exists")),
-            Some(n) if taint(n, OUT_OF_SERVICE).is_some() && deleting(&pod) => Some(None),
-            _ => None,
-        };
-        if let Some(condition) = gc {
-            if let Some(message) = condition {
-                set_condition(
-                    &mut pod,
-                    "DisruptionTarget",
-                    "True",
-                    "DeletionByPodGC",
-                    message,
-                    &now_s,
-                );
-            }
-            if !matches!(str_at(&pod, "/status/phase"), "Failed" | "Succeeded") {
-                pod["status"]["phase"] = serde_json::json!("Failed");
-            }
-            state.store.put(key.clone(), pod);
-            // Force deletion: no grace period; only finalizers still hold the pod.
-            let _ = delete::delete(
-                state,
-                &key,
-                &DeleteOptions { grace: Some(0), ..Default::default() },
-            );
-            continue;
+        if !matches!(str_at(&pod, "/status/phase"), "Failed" | "Succeeded") {
+            pod["status"]["phase"] = serde_json::json!("Failed");
         }
-        let Some(t) = node.as_ref().and_then(|n| taint(n, UNREACHABLE)) else { continue };
-        if deleting(&pod) {
-            continue;
-        }
-        let added = str_at(t, "/timeAdded").parse::<Timestamp>().unwrap_or(now);
-        if now >= added + SignedDuration::from_secs(TOLERATION) {
-            set_condition(
-                &mut pod,
-                "DisruptionTarget",
-                "True",
-                "DeletionByTaintManager",
-                "Taint manager: deleting due to NoExecute taint",
-                &now_s,
-            );
-            state.store.put(key.clone(), pod);
-            let _ = delete::delete(state, &key, &DeleteOptions::default());
-        }
+        state.store.put(key.clone(), pod);
+        // Force deletion: no grace period; only finalizers still hold the pod.
+        let _ = delete::delete(state, key, &DeleteOptions { grace: Some(0), ..Default::default() });
+        return;
+    }
+    let Some(t) = node.as_ref().and_then(|n| taint(n, UNREACHABLE)) else { return };
+    if deleting(&pod) {
+        return;
+    }
+    let added = str_at(t, "/timeAdded").parse::<Timestamp>().unwrap_or(now);
+    if now >= added + SignedDuration::from_secs(TOLERATION) {
+        set_condition(
+            &mut pod,
+            "DisruptionTarget",
+            "True",
+            "DeletionByTaintManager",
+            "Taint manager: deleting due to NoExecute taint",
+            now_s,
+        );
+        state.store.put(key.clone(), pod);
+        let _ = delete::delete(state, key, &DeleteOptions::default());
     }
 }

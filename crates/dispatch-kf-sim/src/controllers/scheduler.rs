@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::util::{deleting, set_condition, str_at};
+use super::util::{set_condition, str_at};
 use crate::resources::id;
 use crate::state::State;
 use crate::store::Key;
@@ -78,35 +78,25 @@ fn misfit(node: &Value, pod: &Value, used: i64) -> Option<String> {
 
 pub(crate) fn run(state: &mut State) {
     let now = state.now_str();
+    // The store's index holds the pods to schedule (Pending, unbound, not deleting) and
+    // the GPUs each node's bound pods use.
     let pods: Vec<(Key, Value)> = state
         .store
-        .list(id("pods"), "")
-        .into_iter()
-        .filter(|(_, p)| {
-            str_at(p, "/spec/nodeName").is_empty()
-                && !deleting(p)
-                && str_at(p, "/status/phase") == "Pending"
-        })
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .index()
+        .unscheduled()
+        .iter()
+        .filter_map(|k| Some((k.clone(), state.store.get(k)?.clone())))
         .collect();
     for (key, mut pod) in pods {
         let nodes: Vec<Value> =
-            state.store.list(id("nodes"), "").into_iter().map(|(_, v)| v.clone()).collect();
-        let mut used: BTreeMap<String, i64> = BTreeMap::new();
-        for (_, p) in state.store.list(id("pods"), "") {
-            let node = str_at(p, "/spec/nodeName");
-            let phase = str_at(p, "/status/phase");
-            if !node.is_empty() && phase != "Succeeded" && phase != "Failed" {
-                *used.entry(node.to_string()).or_default() += gpus(p);
-            }
-        }
+            state.store.range(id("nodes"), "").map(|(_, v)| v.clone()).collect();
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         let mut chosen = None;
         for n in &nodes {
             let name = str_at(n, "/metadata/name");
             let ready = super::kubelet::is_ready(n);
             let why = if ready {
-                misfit(n, &pod, used.get(name).copied().unwrap_or(0))
+                misfit(n, &pod, state.store.index().gpus_used(name))
             } else {
                 Some("node(s) were not ready".into())
             };

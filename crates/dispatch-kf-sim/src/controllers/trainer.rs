@@ -15,6 +15,7 @@ use super::snapshot;
 use super::util::{
     condition, controlled_by, controller_ref, deleting, is_true, set_condition, str_at,
 };
+use super::wake::{self, Ctl};
 use crate::TRAINER_CONTROLLER;
 use crate::admission::{runtime_supported, unsupported_runtime};
 use crate::delete::{self, DeleteOptions, Propagation};
@@ -156,22 +157,15 @@ fn deadline_passed(tj: &Value, now: Timestamp) -> bool {
 }
 
 pub(crate) fn run(state: &mut State) {
-    let tjs: Vec<(Key, Value)> = state
-        .store
-        .list(id("trainjobs"), "")
-        .into_iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    for (key, tj) in tjs {
+    wake::each(state, Ctl::Trainer, |state, key, tj| {
         let managed = tj
             .pointer("/spec/managedBy")
             .and_then(Value::as_str)
             .is_none_or(|m| m == TRAINER_CONTROLLER);
-        if !managed || deleting(&tj) {
-            continue;
+        if managed && !deleting(&tj) {
+            reconcile(state, key, tj);
         }
-        reconcile(state, &key, tj);
-    }
+    });
 }
 
 fn reconcile(state: &mut State, key: &Key, mut tj: Value) {

@@ -113,19 +113,22 @@ pub(crate) fn has_finalizer(obj: &Value, name: &str) -> bool {
         .is_some_and(|f| f.iter().any(|x| x == name))
 }
 
-/// The objects of a resource in a namespace controlled by the object with `uid`, by name.
+/// The objects of a resource in a namespace controlled by the object with `uid`, by name
+/// (from the store's index of dependents).
 pub(crate) fn owned(
     state: &crate::state::State,
     plural: &str,
     ns: &str,
     uid: &str,
 ) -> Vec<(crate::store::Key, Value)> {
+    let res = crate::resources::id(plural);
     state
         .store
-        .list(crate::resources::id(plural), ns)
-        .into_iter()
+        .index()
+        .dependents(uid)
+        .filter(|k| k.res == res && k.ns == ns)
+        .filter_map(|k| Some((k.clone(), state.store.get(k)?.clone())))
         .filter(|(_, v)| controlled_by(v, uid))
-        .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
 

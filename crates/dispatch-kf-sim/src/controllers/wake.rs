@@ -1,0 +1,233 @@
+//! Which objects each controller must look at again. Every change the store journals
+//! wakes the units (the objects a controller reconciles one at a time) it concerns: the
+//! object itself, the owner a child's change concerns, the children an owner's change
+//! concerns; a change to something many units read (a node, a runtime, a queue) wakes
+//! every unit of the controllers that read it. A unit nothing woke would reconcile to no
+//! change, as the last settle ended with nothing left to change; so reconciling only the
+//! woken units, in key order, writes what a pass over every unit would.
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+
+use serde_json::Value;
+
+use super::snapshot::SUFFIX;
+use super::util::is_true;
+use crate::resources::{RESOURCES, id};
+use crate::state::State;
+use crate::store::{Event, EventType, Key, owner_uids, uid_of};
+
+/// The controllers that reconcile woken units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ctl {
+    /// Kueue's side of a TrainJob: its Workload exists and carries its gate (TrainJobs).
+    KueueJobs,
+    /// Kueue's Workload reconcile (Workloads).
+    KueueWorkloads,
+    /// The Trainer (TrainJobs).
+    Trainer,
+    /// The JobSet controller (JobSets).
+    JobSet,
+    /// The Job controller (Jobs).
+    Job,
+    /// The Job controller's orphan-pod handling (Pods).
+    JobOrphans,
+    /// The kubelet (Pods).
+    Kubelet,
+    /// Node lifecycle and pod GC (Pods).
+    Nodes,
+}
+
+const ALL: [Ctl; 8] = [
+    Ctl::KueueJobs,
+    Ctl::KueueWorkloads,
+    Ctl::Trainer,
+    Ctl::JobSet,
+    Ctl::Job,
+    Ctl::JobOrphans,
+    Ctl::Kubelet,
+    Ctl::Nodes,
+];
+
+impl Ctl {
+    /// The resource of the controller's units.
+    fn unit(self) -> &'static str {
+        match self {
+            Ctl::KueueJobs | Ctl::Trainer => "trainjobs",
+            Ctl::KueueWorkloads => "workloads",
+            Ctl::JobSet => "jobsets",
+            Ctl::Job => "jobs",
+            Ctl::JobOrphans | Ctl::Kubelet | Ctl::Nodes => "pods",
+        }
+    }
+}
+
+/// The woken units of every controller.
+pub(crate) struct Wakes {
+    dirty: [BTreeSet<Key>; ALL.len()],
+    /// Every unit of every controller is due at the next look: nothing was seen yet,
+    /// the clock moved, a setting the controllers read changed, or a settle stopped
+    /// before its end.
+    everything: bool,
+    /// Objects created since the running controller's loop began (a pass over every
+    /// unit would not have listed them).
+    born: BTreeSet<Key>,
+}
+
+impl Default for Wakes {
+    fn default() -> Self {
+        Self { dirty: Default::default(), everything: true, born: BTreeSet::new() }
+    }
+}
+
+impl Wakes {
+    /// Makes every unit of every controller due.
+    pub(crate) fn everything(&mut self) {
+        self.everything = true;
+    }
+
+    /// Forgets the woken units of `ctl` (a controller that is not running).
+    pub(crate) fn clear(&mut self, ctl: Ctl) {
+        self.dirty[ctl as usize].clear();
+    }
+}
+
+fn wake(state: &mut State, ctl: Ctl, key: Key) {
+    state.wakes.dirty[ctl as usize].insert(key);
+}
+
+fn wake_all(state: &mut State, ctl: Ctl) {
+    let keys: Vec<Key> = state.store.range(id(ctl.unit()), "").map(|(k, _)| k.clone()).collect();
+    state.wakes.dirty[ctl as usize].extend(keys);
+}
+
+/// The objects of `plural` an event's object (before or after) has owner references to.
+fn owners(state: &State, ev: &Event, plural: &str) -> Vec<Key> {
+    let res = id(plural);
+    let index = state.store.index();
+    let uids = owner_uids(&ev.object).chain(ev.old.iter().flat_map(|o| owner_uids(o)));
+    uids.flat_map(|u| index.by_uid(u)).filter(|k| k.res == res).cloned().collect()
+}
+
+/// The objects of `plural` with an owner reference to the event's object.
+fn dependents(state: &State, ev: &Event, plural: &str) -> Vec<Key> {
+    let res = id(plural);
+    let index = state.store.index();
+    index.dependents(uid_of(&ev.object)).filter(|k| k.res == res).cloned().collect()
+}
+
+/// What of a Workload counts in its ClusterQueue's used quota.
+fn reservation(wl: Option<&Value>) -> Option<(String, i64)> {
+    let wl = wl.filter(|w| is_true(w, "QuotaReserved"))?;
+    let cq = wl.pointer("/status/admission/clusterQueue").and_then(Value::as_str);
+    Some((cq.unwrap_or_default().to_string(), super::kueue::gpus_of(wl)))
+}
+
+/// Wakes the units one change concerns.
+fn concern(state: &mut State, ev: &Event) {
+    let key = &ev.key;
+    let at = |plural: &str| Key::new(id(plural), &key.ns, &key.name);
+    match RESOURCES[key.res].plural {
+        "trainjobs" => {
+            wake(state, Ctl::Trainer, key.clone());
+            wake(state, Ctl::KueueJobs, key.clone());
+            for wl in dependents(state, ev, "workloads") {
+                wake(state, Ctl::KueueWorkloads, wl);
+            }
+        }
+        "jobsets" => {
+            wake(state, Ctl::JobSet, key.clone());
+            wake(state, Ctl::Trainer, at("trainjobs"));
+        }
+        "configmaps" => {
+            if let Some(tj) = key.name.strip_suffix(SUFFIX) {
+                wake(state, Ctl::Trainer, Key::new(id("trainjobs"), &key.ns, tj));
+            }
+        }
+        "trainingruntimes" | "clustertrainingruntimes" => wake_all(state, Ctl::Trainer),
+        "workloads" => {
+            wake(state, Ctl::KueueWorkloads, key.clone());
+            for tj in owners(state, ev, "trainjobs") {
+                wake(state, Ctl::KueueJobs, tj);
+            }
+            let old = if ev.typ == EventType::Added { None } else { ev.old.as_deref() };
+            let new = (ev.typ != EventType::Deleted).then_some(&*ev.object);
+            if reservation(old) != reservation(new) {
+                wake_all(state, Ctl::KueueWorkloads);
+            }
+        }
+        "localqueues" | "clusterqueues" => wake_all(state, Ctl::KueueWorkloads),
+        "jobs" => {
+            wake(state, Ctl::Job, key.clone());
+            for js in owners(state, ev, "jobsets") {
+                wake(state, Ctl::JobSet, js);
+            }
+            if ev.typ != EventType::Modified {
+                for pod in dependents(state, ev, "pods") {
+                    wake(state, Ctl::JobOrphans, pod);
+                }
+            }
+        }
+        "pods" => {
+            for ctl in [Ctl::JobOrphans, Ctl::Kubelet, Ctl::Nodes] {
+                wake(state, ctl, key.clone());
+            }
+            for job in owners(state, ev, "jobs") {
+                wake(state, Ctl::Job, job);
+            }
+        }
+        "nodes" => {
+            wake_all(state, Ctl::Kubelet);
+            wake_all(state, Ctl::Nodes);
+        }
+        _ => {}
+    }
+}
+
+/// Reads the store's journal into the woken units.
+fn note(state: &mut State) {
+    let changes = state.store.take_changes();
+    if changes.overflowed {
+        state.wakes.everything = true;
+    }
+    if std::mem::take(&mut state.wakes.everything) {
+        for ctl in ALL {
+            wake_all(state, ctl);
+        }
+    }
+    for ev in changes.events {
+        if ev.typ == EventType::Added {
+            state.wakes.born.insert(ev.key.clone());
+        }
+        concern(state, &ev);
+    }
+}
+
+/// Runs `reconcile` on each woken unit of `ctl`, in key order, as a pass over every
+/// unit would reach it: a unit woken by an earlier unit's reconcile is reached in this
+/// loop when it comes later in key order and existed when the loop began, else in the
+/// next pass. `reconcile` gets the unit as stored.
+pub(crate) fn each(
+    state: &mut State,
+    ctl: Ctl,
+    mut reconcile: impl FnMut(&mut State, &Key, Value),
+) {
+    note(state);
+    state.wakes.born.clear();
+    let mut cursor: Option<Key> = None;
+    loop {
+        let wakes = &state.wakes;
+        let from = cursor.clone().map_or(Bound::Unbounded, Bound::Excluded);
+        let next = wakes.dirty[ctl as usize]
+            .range((from, Bound::Unbounded))
+            .find(|k| !wakes.born.contains(*k))
+            .cloned();
+        let Some(key) = next else { break };
+        state.wakes.dirty[ctl as usize].remove(&key);
+        if let Some(unit) = state.store.get(&key).cloned() {
+            reconcile(state, &key, unit);
+        }
+        cursor = Some(key);
+        note(state);
+    }
+}
