@@ -99,6 +99,12 @@ api!("The Trainer": TRAINER_GROUP, TRAINER_VERSION, TRAINER_API_VERSION =
 api!("JobSet": JOBSET_GROUP, JOBSET_VERSION, JOBSET_API_VERSION = "jobset.x-k8s.io" / "v1alpha2");
 api!("Kueue": KUEUE_GROUP, KUEUE_VERSION, KUEUE_API_VERSION = "kueue.x-k8s.io" / "v1beta2");
 
+/// What the Trainer's validating webhook says when it refuses a TrainJob whose runtime
+/// it has not seen: it reads runtimes from its informer's cache, which lags the
+/// apiserver, so a runtime copy created a moment before may not be there yet (seen on
+/// the real control plane under a hundred Starts in a row).
+pub const TRAINER_RUNTIME_NOT_SEEN: &str = "must be created before the TrainJob is created";
+
 /// The environment variables dispatch adds, in the order it adds them.
 pub mod env {
     /// The JobId.

@@ -17,9 +17,13 @@ use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::render::extensions;
 use dispatch_kf_model::runtime::{RuntimeKind, RuntimeRef, SourceRuntime};
 use dispatch_kf_model::{Mode, Purpose, Rendered, json, keys, kueue, readback, render};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::{Inner, edge};
+
+/// How many times step 6 sends the TrainJob's create while the Trainer's webhook has
+/// not seen the runtime copy: 100 ms + 200 + 400 + 800 + 1.6 s of waiting at most.
+const WEBHOOK_TRIES: usize = 6;
 
 /// How often Start looks for the TrainJob's Workload in Kueue mode.
 const WORKLOAD_POLL: Duration = Duration::from_secs(1);
@@ -72,9 +76,8 @@ impl Inner {
         let copy = self.create_copy(cx, &rendered, &name).await?;
 
         // 6. The TrainJob.
-        let train_jobs = self.cluster.objects(TRAIN_JOB, &self.settings.namespace);
         let sent = edge::now();
-        let created = match train_jobs.create_or_read(cx, &rendered.train_job).await {
+        let created = match self.create_train_job(cx, &rendered.train_job).await {
             Ok(Created::Made(created)) => created,
             // An earlier Start of this submission made it (its create went unanswered):
             // it may run on the copy, so the copy stays, whoever made it.
@@ -147,6 +150,30 @@ impl Inner {
             &shape,
         )?;
         source.ok_or_else(|| Error::unsupported(format!("runtime {r} does not exist")))
+    }
+
+    /// Step 6's create. While the Trainer's webhook refuses it because its cache has not
+    /// yet seen the runtime copy just made ([`keys::TRAINER_RUNTIME_NOT_SEEN`]), the
+    /// create is sent again, [`WEBHOOK_TRIES`] times in all, 100 ms apart and doubling,
+    /// within the call: the refusal wrote nothing.
+    async fn create_train_job(&self, cx: &CallContext, train_job: &Value) -> Result<Created> {
+        let train_jobs = self.cluster.objects(TRAIN_JOB, &self.settings.namespace);
+        let mut wait = Duration::from_millis(100);
+        for _ in 1..WEBHOOK_TRIES {
+            match train_jobs.create_or_read(cx, train_job).await {
+                Err(e) if e.message().contains(keys::TRAINER_RUNTIME_NOT_SEEN) => {
+                    tracing::debug!(error = %e, "the Trainer's webhook has not seen the runtime copy yet");
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        () = cx.cancelled() => return Err(e),
+                        () = edge::deadline(cx) => return Err(e),
+                    }
+                    wait *= 2;
+                }
+                other => return other,
+            }
+        }
+        train_jobs.create_or_read(cx, train_job).await
     }
 
     /// Step 5: creates the runtime copy, or reuses the one of its name when nobody owns

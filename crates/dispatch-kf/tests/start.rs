@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use dispatch_core::{Backend, CallContext, Capability, Error, Kind, ObjectState};
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_model::capabilities::Writability;
-use dispatch_kf_model::names;
+use dispatch_kf_model::{keys, names};
 use dispatch_kf_sim::{Fault, FaultAction};
 use dispatch_kf_testkit::*;
 use serde_json::json;
@@ -127,6 +127,37 @@ async fn a_train_job_create_refused_definitely_deletes_the_copy() {
     let err = start_refused(&sim, &b, Fault::on("create", "trainjobs", refused)).await;
     assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
     assert_nothing_left(&sim);
+}
+
+/// The Trainer's webhook reads runtimes from its cache, which lags the apiserver: on the
+/// real control plane, a hundred Starts in a row met "TrainingRuntime ... not found:
+/// specified trainingRuntime must be created before the TrainJob is created" (403) for
+/// a copy made a moment before. Start sends the create again until the webhook has
+/// seen it; when it never does, the refusal is the answer and the copy goes.
+#[tokio::test(start_paused = true)]
+async fn a_train_job_refused_until_the_webhook_sees_its_runtime_copy_is_created_again() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let unseen = || {
+        Fault::status(
+            403,
+            "Forbidden",
+            &format!(
+                "admission webhook \"validator.trainjob.trainer.kubeflow.org\" denied the request: \
+                 TrainingRuntime \"x\" not found: specified trainingRuntime {}",
+                keys::TRAINER_RUNTIME_NOT_SEEN
+            ),
+        )
+    };
+    sim.add_fault(Fault::on("create", "trainjobs", unseen()).times(3));
+    b.start(&cx(), &request(&job(1), 1)).await.expect("created once the webhook saw the copy");
+    assert_eq!(names(&sim, "trainjobs").len(), 1);
+
+    sim.add_fault(Fault::on("create", "trainjobs", unseen()).always());
+    let err = b.start(&cx(), &request(&job(2), 1)).await.unwrap_err();
+    assert!(err.message().contains(keys::TRAINER_RUNTIME_NOT_SEEN), "{err:?}");
+    assert_eq!(names(&sim, "trainingruntimes").len(), 1, "the refused Start's copy is gone");
+    sim.clear_faults();
 }
 
 #[tokio::test]
