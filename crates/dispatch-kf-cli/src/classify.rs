@@ -85,14 +85,7 @@ pub(crate) fn run(args: Args) -> Result<(), Error> {
     // The observations own their text: the input and its views go before the output.
     drop(snapshot);
     drop(inputs);
-    let format = Format::or_default(args.output);
-    match format {
-        Format::Table | Format::Wide => {
-            let layout = table::Layout::stdout(format == Format::Wide);
-            output::write_stdout(table::render(&observations, now, layout).as_bytes())
-        }
-        Format::Json | Format::Yaml => output::print_structured(&observations, format),
-    }
+    output::print_observations(&observations, args.output, now)
 }
 
 /// `--nodes-readable` as given, else refinement R6 (`dump::nodes_readable_by_default`):

@@ -17,7 +17,7 @@ pub(crate) struct StartArgs {
     /// The start request (JSON).
     #[arg(long, value_name = "FILE")]
     request: String,
-    /// Output format: the reference as text, or JSON or YAML.
+    /// Output format: the reference as text, its kubectl name, or JSON or YAML.
     #[arg(short = 'o', long, value_enum)]
     output: Option<Format>,
 }
@@ -32,6 +32,9 @@ pub(crate) fn start(args: StartArgs) -> Result<()> {
         let object = backend.start(&cx, &request).await?;
         match args.output {
             Some(f @ (Format::Json | Format::Yaml)) => output::print_structured(&object, f),
+            Some(Format::Name) => {
+                output::write_stdout(format!("{}\n", output::kubectl_name(&object)).as_bytes())
+            }
             _ => output::write_stdout(format!("{}\n", format_ref(&object)).as_bytes()),
         }
     })

@@ -127,7 +127,7 @@ pub(crate) fn watch(args: WatchArgs) -> Result<()> {
     block_on(output::until_interrupted(None, async {
         let setup = args.cluster.call(DEFAULT_TIMEOUT)?;
         let backend = args.cluster.backend(Need::Read, &setup).await?;
-        let json_lines = matches!(Format::or_default(args.output), Format::Json | Format::Yaml);
+        let format = Format::or_default(args.output);
         let layout = table::Layout::stdout(args.output == Some(Format::Wide));
         let mut header = true;
         // The stream runs until interrupted, or until the watch fails (its apiserver
@@ -137,15 +137,19 @@ pub(crate) fn watch(args: WatchArgs) -> Result<()> {
             let mut stream = backend.watch(&forever, &job).await?;
             while let Some(obs) = stream.next().await {
                 let obs = obs?;
-                let text = if json_lines {
-                    let line =
-                        serde_json::to_string(&obs).map_err(|e| Error::invalid(e.to_string()))?;
-                    format!("{line}\n")
-                } else {
-                    let table = table::render(&[obs], jiff::Timestamp::now(), layout);
-                    let skip = if header { 0 } else { 1 };
-                    header = false;
-                    table.lines().skip(skip).map(|l| format!("{l}\n")).collect()
+                let text = match format {
+                    Format::Json | Format::Yaml => {
+                        let line = serde_json::to_string(&obs)
+                            .map_err(|e| Error::invalid(e.to_string()))?;
+                        format!("{line}\n")
+                    }
+                    Format::Name => format!("{}\n", output::kubectl_name(&obs.object)),
+                    Format::Table | Format::Wide => {
+                        let table = table::render(&[obs], jiff::Timestamp::now(), layout);
+                        let skip = if header { 0 } else { 1 };
+                        header = false;
+                        table.lines().skip(skip).map(|l| format!("{l}\n")).collect()
+                    }
                 };
                 output::write_stdout(text.as_bytes())?;
             }

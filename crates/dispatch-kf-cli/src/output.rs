@@ -19,6 +19,8 @@ pub(crate) enum Format {
     Json,
     /// YAML.
     Yaml,
+    /// A line per object, `<resource>.<group>/<name>`, as `kubectl get -o name` prints.
+    Name,
 }
 
 impl Format {
@@ -180,7 +182,26 @@ pub(crate) fn print_observations(
             write_stdout(crate::table::render(observations, now, layout).as_bytes())
         }
         Format::Json | Format::Yaml => print_structured(&observations, format),
+        Format::Name => {
+            let names: String =
+                observations.iter().map(|o| format!("{}\n", kubectl_name(&o.object))).collect();
+            write_stdout(names.as_bytes())
+        }
     }
+}
+
+/// An object as `kubectl get -o name` prints it, `<resource>.<group>/<name>` (a core
+/// kind has no group), so that `kubectl delete` and friends take the lines as they are.
+pub(crate) fn kubectl_name(object: &dispatch_core::ObjectRef) -> String {
+    use dispatch_core::ObjectKind;
+    use dispatch_kf_model::keys;
+    let resource = match object.kind {
+        ObjectKind::TrainJob => format!("trainjob.{}", keys::TRAINER_GROUP),
+        ObjectKind::TrainingRuntime => format!("trainingruntime.{}", keys::TRAINER_GROUP),
+        ObjectKind::JobSet => format!("jobset.{}", keys::JOBSET_GROUP),
+        ObjectKind::Pod => "pod".to_owned(),
+    };
+    format!("{resource}/{}", object.name)
 }
 
 /// Writes bytes to standard output: the one place the command writes there. When the
