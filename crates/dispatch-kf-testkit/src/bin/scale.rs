@@ -31,12 +31,18 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// Finds measured per cell.
 const FINDS: usize = 20;
+/// How long nothing must reach the adapter before Finds are measured.
+const QUIET: Duration = Duration::from_secs(2);
+/// The longest the bench waits for the cluster to be quiet.
+const MAX_QUIESCE: Duration = Duration::from_secs(300);
 /// Creates of other TrainJobs in flight at once.
 const CONCURRENCY: usize = 16;
 /// Bar: Find's bytes at the most other TrainJobs, over those at none.
 const MAX_BYTES_GROWTH: f64 = 1.2;
 /// Bar: memory per watched job, once its evidence is empty.
 const MAX_MEMORY_PER_JOB: f64 = 64.0 * 1024.0;
+/// Cells that open at least this many Watches measure memory per watched job.
+const MANY_WATCHES: usize = 99;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -164,6 +170,8 @@ struct Cell {
     p99: Duration,
     cpu_per_find: Duration,
     peak_mib: f64,
+    /// Watches the cell opened, and the resident memory each cost.
+    added: usize,
     per_job: Option<f64>,
 }
 
@@ -227,7 +235,9 @@ async fn measure(options: &Options) -> Result<bool, String> {
                 streams.push(stream);
             }
             let per_job = (adding > 0).then(|| (resident_kib() - before) * 1024.0 / adding as f64);
-            let cell = finds(&backend, &counter, &proxy, others, watched, per_job).await?;
+            quiesce(&proxy).await;
+            let mut cell = finds(&backend, &counter, &proxy, others, watched, per_job).await?;
+            cell.added = adding;
             print_cell(&cell);
             cells.push(cell);
         }
@@ -272,8 +282,24 @@ async fn finds(
         p99: latencies[(FINDS * 99).div_ceil(100) - 1],
         cpu_per_find: cpu / FINDS as u32,
         peak_mib: peak_kib() / 1024.0,
+        added: 0,
         per_job,
     })
+}
+
+/// Waits until the cluster is quiet: no byte reaches the adapter for [`QUIET`] (at most
+/// [`MAX_QUIESCE`]). A real cluster's controllers go on working on the objects just
+/// made, and their changes reach the Backend's watches over the proxy: a Find measured
+/// meanwhile would count their bytes as its own.
+async fn quiesce(proxy: &Proxy) {
+    let t0 = Instant::now();
+    loop {
+        let before = proxy.received.load(Ordering::Relaxed);
+        tokio::time::sleep(QUIET).await;
+        if proxy.received.load(Ordering::Relaxed) == before || t0.elapsed() > MAX_QUIESCE {
+            return;
+        }
+    }
 }
 
 fn print_cell(c: &Cell) {
@@ -321,14 +347,19 @@ fn bars(cells: &[Cell]) -> bool {
             format!("watch requests at M = {others} do not grow with N: {watches:?}"),
         );
     }
-    if let Some(c) = cells.iter().filter(|c| c.per_job.is_some()).max_by_key(|c| c.watched) {
-        let per_job = c.per_job.unwrap_or(0.0);
+    // The worst cell that opened many Watches: a cell that opened one also pays what
+    // the first Watch starts once (the pod watch), and the resident memory the
+    // allocator kept from an earlier cell hides what later ones cost.
+    let many = cells.iter().filter(|c| c.added >= MANY_WATCHES);
+    let worst = many.filter_map(|c| Some((c, c.per_job?))).max_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((c, per_job)) = worst {
         bar(
             per_job < MAX_MEMORY_PER_JOB,
             format!(
-                "memory per watched job at N = {} is {:.1} KiB (under {} KiB)",
-                c.watched,
+                "memory per watched job is at most {:.1} KiB (M = {}, N = {}; under {} KiB)",
                 per_job / 1024.0,
+                c.others,
+                c.watched,
                 MAX_MEMORY_PER_JOB / 1024.0
             ),
         );
