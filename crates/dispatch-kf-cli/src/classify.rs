@@ -10,7 +10,6 @@ use dispatch_kf_model::{ClassifyOptions, Mode, classify, dump};
 use jiff::Timestamp;
 
 use crate::output::{self, Format};
-use crate::table;
 
 /// `--mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
