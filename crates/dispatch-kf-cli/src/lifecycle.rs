@@ -120,7 +120,8 @@ pub(crate) fn stop_job(args: StopJobArgs) -> Result<()> {
         let settings = args.cluster.settings(Need::Write).await?;
         let cx = args.cluster.call(settings.timeouts.stop_job)?;
         let backend = args.cluster.backend(Need::Write, &cx).await?;
-        backend.stop_job(&cx, &job).await
+        let waiting = format!("stop-job: deleting the objects of {job} and waiting for them to go");
+        output::with_progress(&waiting, backend.stop_job(&cx, &job)).await
     }))
 }
 

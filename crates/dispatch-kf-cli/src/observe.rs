@@ -130,6 +130,7 @@ pub(crate) fn watch(args: WatchArgs) -> Result<()> {
         let format = Format::or_default(args.output);
         let layout = table::Layout::stdout(args.output == Some(Format::Wide));
         let mut header = true;
+        let mut columns = table::Columns::still();
         // The stream runs until interrupted, or until the watch fails (its apiserver
         // stays unreachable): then the command ends with that error.
         let forever = dispatch_core::CallContext::background();
@@ -145,7 +146,8 @@ pub(crate) fn watch(args: WatchArgs) -> Result<()> {
                     }
                     Format::Name => format!("{}\n", output::kubectl_name(&obs.object)),
                     Format::Table | Format::Wide => {
-                        let table = table::render(&[obs], jiff::Timestamp::now(), layout);
+                        let now = jiff::Timestamp::now();
+                        let table = table::render_in(&[obs], now, layout, &mut columns);
                         let skip = if header { 0 } else { 1 };
                         header = false;
                         table.lines().skip(skip).map(|l| format!("{l}\n")).collect()

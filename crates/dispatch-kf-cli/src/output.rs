@@ -132,6 +132,48 @@ pub(crate) async fn until_interrupted<T>(
     }
 }
 
+/// Runs `future`, showing on standard error, when it is a terminal, `waiting` and the
+/// seconds waited so far, once a second after the first, cleared when it ends: a long
+/// wait (`stop-job`, `preflight`'s probe) is seen to be alive. Off a terminal nothing is
+/// written, so scripts and logs see only the result.
+pub(crate) async fn with_progress<T>(
+    waiting: &str,
+    future: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    use std::io::IsTerminal;
+    let terminal = std::io::stderr().is_terminal().then(std::io::stderr);
+    progress_to(terminal, waiting, future).await
+}
+
+/// [`with_progress`], written to `out` when there is one.
+async fn progress_to<T>(
+    mut out: Option<impl Write>,
+    waiting: &str,
+    future: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let Some(out) = out.as_mut() else { return future.await };
+    let started = tokio::time::Instant::now();
+    let second = std::time::Duration::from_secs(1);
+    let mut ticks = tokio::time::interval_at(started + second, second);
+    let mut future = std::pin::pin!(future);
+    let mut shown = false;
+    let result = loop {
+        tokio::select! {
+            result = &mut future => break result,
+            _ = ticks.tick() => {
+                let _ = write!(out, "\r\x1b[K{waiting} ({}s)", started.elapsed().as_secs());
+                let _ = out.flush();
+                shown = true;
+            }
+        }
+    };
+    if shown {
+        let _ = write!(out, "\r\x1b[K");
+        let _ = out.flush();
+    }
+    result
+}
+
 /// Reads a whole input file, or standard input for `-`; a file that cannot be read is
 /// `Invalid`, naming it.
 pub(crate) fn read_input(path: &str) -> Result<Vec<u8>, Error> {
@@ -251,5 +293,28 @@ mod tests {
         let note = Some("deletions go on");
         assert_eq!(exit(Err(Error::unreachable("x").with_source(Interrupted(note)))), 130.into());
         assert_eq!(exit(Err(Error::unreachable("x"))), ExitCode::from(8));
+    }
+
+    #[test]
+    fn a_long_wait_shows_its_seconds_on_a_terminal_then_clears_them() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let waited = async {
+            tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+            Ok::<_, Error>(7)
+        };
+        let mut shown = Vec::new();
+        let result = runtime.block_on(progress_to(Some(&mut shown), "waiting", waited));
+        assert_eq!(result.unwrap(), 7);
+        let shown = String::from_utf8(shown).unwrap();
+        assert_eq!(shown, "\r\x1b[Kwaiting (1s)\r\x1b[Kwaiting (2s)\r\x1b[K");
+        let quick =
+            runtime.block_on(progress_to(Some(Vec::new()), "w", async { Ok::<_, Error>(1) }));
+        assert_eq!(quick.unwrap(), 1, "a short wait writes nothing");
+        let off = runtime.block_on(progress_to(None::<Vec<u8>>, "w", async { Ok::<_, Error>(2) }));
+        assert_eq!(off.unwrap(), 2);
     }
 }

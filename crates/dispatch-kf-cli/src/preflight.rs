@@ -28,7 +28,9 @@ pub(crate) struct PreflightArgs {
 pub(crate) fn preflight(args: PreflightArgs) -> Result<()> {
     block_on(async {
         let cx = args.cluster.call(PREFLIGHT_TIMEOUT)?;
-        let backend = args.cluster.backend(Need::Probe, &cx).await?;
+        let probing = args.cluster.backend(Need::Probe, &cx);
+        let waiting = "preflight: checking the cluster and running the probe";
+        let backend = output::with_progress(waiting, probing).await?;
         let p = backend.preflight();
         print(&p.capabilities, Some(&p.access), args.output)
     })

@@ -72,19 +72,61 @@ pub(crate) fn terminal_width() -> usize {
     terminal.or(columns).unwrap_or(DEFAULT_WIDTH)
 }
 
+/// The widths of the columns before DETAIL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Columns([usize; 9]);
+
+impl Columns {
+    /// As wide as the headers: a table printed whole fits its rows.
+    pub(crate) fn fitted() -> Columns {
+        let headers = HEADERS.map(str::len);
+        Columns(std::array::from_fn(|i| headers[i]))
+    }
+
+    /// For a stream of rows (`watch`): each column as wide as the widest value it can
+    /// hold where that is known (every kind, state, cause and provenance, the longest
+    /// name dispatch makes), so the columns stand still as rows come; a longer value
+    /// (an orphan pod's name) widens its column from then on, never back.
+    pub(crate) fn still() -> Columns {
+        let widest = |names: &[&str]| names.iter().map(|n| n.len()).max().unwrap_or(0);
+        let mut columns = Columns::fitted();
+        let known = [
+            (0, widest(&dispatch_core::ObjectKind::NAMES)),
+            (1, dispatch_kf_model::names::LONGEST.len()),
+            (3, widest(&ObjectState::NAMES)),
+            (4, widest(&CauseKind::NAMES)),
+            (5, widest(&Provenance::NAMES)),
+        ];
+        for (i, w) in known {
+            columns.0[i] = columns.0[i].max(w);
+        }
+        columns
+    }
+}
+
 /// The table of `observations`, laid out as `layout` says.
 pub(crate) fn render(observations: &[ObjectObs], now: Timestamp, layout: Layout) -> String {
+    render_in(observations, now, layout, &mut Columns::fitted())
+}
+
+/// [`render`] in `columns`, widened where a row needs it.
+pub(crate) fn render_in(
+    observations: &[ObjectObs],
+    now: Timestamp,
+    layout: Layout,
+    columns: &mut Columns,
+) -> String {
     let rows: Vec<[String; 10]> = observations.iter().map(|o| row(o, now)).collect();
     let colours: Vec<Option<&str>> = observations
         .iter()
         .map(|o| layout.colour.then(|| state_colour(o.state, o.cause.kind)))
         .collect();
-    let mut widths = HEADERS.map(str::len);
     for r in &rows {
-        for (w, cell) in widths.iter_mut().zip(r.iter()).take(9) {
+        for (w, cell) in columns.0.iter_mut().zip(r.iter()) {
             *w = (*w).max(cell.chars().count());
         }
     }
+    let widths = &columns.0;
     let mut out = String::new();
     let header = HEADERS.map(str::to_owned);
     let lines = std::iter::once((&header, None)).chain(rows.iter().zip(colours));
@@ -240,5 +282,25 @@ mod tests {
         ] {
             assert_eq!(colour(terminal, no_color.as_deref()), want, "{terminal} {no_color:?}");
         }
+    }
+
+    #[test]
+    fn watch_columns_stand_still_whatever_the_row() {
+        let now: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let layout = Layout { width: None, colour: false };
+        let mut columns = Columns::still();
+        let still = columns.clone();
+        let first = observation("first");
+        let mut second = observation("second");
+        second.object.kind = "TrainingRuntime".parse().unwrap();
+        second.cause.kind = "node-lost".parse().unwrap();
+        second.state = "pending".parse().unwrap();
+        let a = render_in(&[first], now, layout, &mut columns);
+        let b = render_in(&[second], now, layout, &mut columns);
+        assert_eq!(columns, still, "no value a kind, state or cause takes widens a column");
+        let at = |text: &str, word: &str| text.lines().nth(1).unwrap().find(word).unwrap();
+        assert_eq!(at(&a, "first"), at(&b, "second"), "DETAIL starts in the same place:\n{a}{b}");
+        let fitted = render(&[observation("first")], now, layout);
+        assert!(fitted.lines().nth(1).unwrap().find("first") < Some(at(&a, "first")));
     }
 }

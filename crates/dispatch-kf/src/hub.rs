@@ -96,8 +96,8 @@ enum Phase {
     Failed(Error),
 }
 
-/// The objects of one kind, by name: the jobs each belongs to (Find's rule,
-/// [`names::jobs_of`]) and the jobs its changes concern.
+/// The objects of one kind that belong to a job, by name: the jobs each belongs to
+/// (Find's rule, [`names::jobs_of`]), which its changes concern.
 #[derive(Default)]
 struct Index {
     by_name: HashMap<String, Entry>,
@@ -364,10 +364,12 @@ impl Index {
         for job in &jobs {
             self.names_by_job.entry(job.clone()).or_default().insert(name.clone());
         }
+        // An object of no job (another tenant's, a Workload) concerns no Watch and no
+        // Find: nothing is kept of it.
         if !jobs.is_empty() {
             self.jobs_by_uid.insert(meta.uid().to_owned(), jobs.clone());
+            self.by_name.insert(name, Entry { uid: meta.uid().to_owned(), jobs: jobs.clone() });
         }
-        self.by_name.insert(name, Entry { uid: meta.uid().to_owned(), jobs: jobs.clone() });
         jobs
     }
 

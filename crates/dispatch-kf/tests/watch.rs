@@ -149,7 +149,7 @@ fn watch_connections(sim: &dispatch_kf_sim::Sim) -> usize {
 /// Issue 16, item 1: the Backend keeps one watch per kind for all of its Watch calls:
 /// more Watches open no new connection, each Watch hears only of its own job, and one
 /// ending leaves the others alone.
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn watches_share_one_connection_per_kind_and_end_alone() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;
