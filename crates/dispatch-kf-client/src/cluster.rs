@@ -152,6 +152,14 @@ impl Cluster {
         Ok(Cluster { hold_family: true, ..self.clone() })
     }
 
+    /// Whether a read may still be sent on `cx`: the error a read stopped by the call's
+    /// end (cancelled, deadline passed) is given, the hold family's fixed `Rejected`
+    /// included, for a caller that waited on something else first.
+    pub fn may_send_read(&self, cx: &CallContext) -> Result<()> {
+        let class = if self.hold_family { RequestClass::HoldRead } else { RequestClass::Read };
+        before_sending(class, cx, Instant::now())
+    }
+
     /// Runs one request of `class`, described by `what` (`get TrainJob ns/name`), and
     /// classifies its failure: the only place a request's failure becomes a sentinel.
     pub async fn call<T, F, Fut>(

@@ -408,3 +408,22 @@ async fn a_json_patch_applies_and_its_failed_test_is_rejected() {
     let err = cms.patch_json(&cx(), RequestClass::Write, "a", &malformed).await.unwrap_err();
     assert_eq!(err.kind(), Kind::Invalid);
 }
+
+/// A caller that waited on something else first (the Backend's shared watches) learns
+/// from the client what its next read would meet once the call has ended: for the hold
+/// family, `Rejected` with the fixed message; for any other read, `Unreachable`.
+#[tokio::test]
+async fn a_read_after_the_calls_deadline_is_refused_as_its_family_says() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let live = CallContext::with_deadline(std::time::Instant::now() + Duration::from_secs(30));
+    let hold = c.hold_family(&live).unwrap();
+    assert!(hold.may_send_read(&live).is_ok() && c.may_send_read(&live).is_ok());
+    let passed = CallContext::with_deadline(std::time::Instant::now());
+    assert_eq!(c.may_send_read(&passed).unwrap_err().kind(), Kind::Unreachable);
+    let refused = hold.may_send_read(&passed).unwrap_err();
+    assert_eq!(
+        (refused.kind(), refused.message()),
+        (Kind::Rejected, dispatch_kf_client::error_map::DEADLINE_PASSED)
+    );
+}

@@ -20,7 +20,7 @@ impl Inner {
         cx: &CallContext,
         job: &JobId,
     ) -> Result<Snapshot> {
-        let known = self.hub.known(cx, job).await?;
+        let known = self.hub.known(cx, cluster, job).await?;
         let query = JobQuery {
             namespace: &self.settings.namespace,
             job,

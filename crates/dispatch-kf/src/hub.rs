@@ -161,8 +161,13 @@ impl Hub {
 
     /// The names of `job`'s TrainJobs, JobSets and runtime copies the index holds, once
     /// their kinds' watches are live.
-    pub(crate) async fn known(&self, cx: &CallContext, job: &JobId) -> Result<KnownNames> {
-        self.live(cx, &INDEXED).await?;
+    pub(crate) async fn known(
+        &self,
+        cx: &CallContext,
+        call: &Cluster,
+        job: &JobId,
+    ) -> Result<KnownNames> {
+        self.live(cx, call, &INDEXED).await?;
         let state = self.shared.lock();
         let names = |feed: &Feed| -> Vec<String> {
             let index = state.kinds.get(feed.resource.kind).map(|k| &k.index);
@@ -189,7 +194,7 @@ impl Hub {
             id
         };
         let subscription = Subscription { rx, shared: self.shared.clone(), job: job.clone(), id };
-        self.live(cx, &self.watched()).await?;
+        self.live(cx, &self.cluster, &self.watched()).await?;
         Ok(subscription)
     }
 
@@ -204,8 +209,10 @@ impl Hub {
     }
 
     /// Waits until every one of `feeds` is live, starting those not running (or
-    /// failed); the error of one this call started that failed in turn.
-    async fn live(&self, cx: &CallContext, feeds: &[Feed]) -> Result<()> {
+    /// failed); the error of one this call started that failed in turn. A call that
+    /// ends meanwhile gets the error its next read would (`call` is the call's view of
+    /// the cluster: the hold family's deadline is its own).
+    async fn live(&self, cx: &CallContext, call: &Cluster, feeds: &[Feed]) -> Result<()> {
         let mut started = BTreeSet::new();
         loop {
             let mut changed = pin!(self.shared.phase_changed.notified());
@@ -235,10 +242,12 @@ impl Hub {
                 }
             }
             tokio::select! {
-                () = changed => {}
-                () = cx.cancelled() => return Err(Error::unreachable("the call was cancelled while its watches listed")),
-                () = edge::deadline(cx) => return Err(Error::unreachable("the call's deadline passed while its watches listed")),
+                () = changed => continue,
+                () = cx.cancelled() => {}
+                () = edge::deadline(cx) => {}
             }
+            call.may_send_read(cx)?;
+            return Err(Error::unreachable("the call ended while the shared watches listed"));
         }
     }
 
