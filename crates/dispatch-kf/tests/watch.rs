@@ -109,7 +109,9 @@ async fn a_failed_find_ends_the_watch_saying_why() {
     sim.clear_faults();
 }
 
-#[tokio::test(start_paused = true)]
+/// On the real clock: the pods' deletions reach the Watch over real connections, and a
+/// paused clock would let the wait for the held observation time out while they travel.
+#[tokio::test]
 async fn pods_deleted_while_watched_stay_evidence() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;
@@ -128,8 +130,7 @@ async fn pods_deleted_while_watched_stay_evidence() {
     assert_eq!(held.state, ObjectState::Held);
     let pods_left = sim.list("pods", NS).len();
     assert_eq!(pods_left, 0, "holding suspends the JobSet, whose pods go");
-    // The pods' deletions reach the Watch over real connections, whatever the paused
-    // clock says: look again until they have (each look takes real requests).
+    // The pods' deletions reach the Watch a moment later: look again until they have.
     let mut after = None;
     for _ in 0..100 {
         after = b.inspect(&cx(), &object).await.unwrap().execution;
