@@ -401,20 +401,14 @@ async fn fill(
     from: usize,
     to: usize,
 ) -> Result<usize, String> {
-    let resource = kube::discovery::ApiResource {
-        group: keys::TRAINER_GROUP.into(),
-        version: keys::TRAINER_VERSION.into(),
-        api_version: format!("{}/{}", keys::TRAINER_GROUP, keys::TRAINER_VERSION),
-        kind: keys::KIND_TRAIN_JOB.into(),
-        plural: "trainjobs".into(),
-    };
+    let resource = dispatch_kf_client::resources::TRAIN_JOB.api_resource();
     let api: Api<DynamicObject> = Api::namespaced_with(kube.clone(), namespace, &resource);
     let t0 = Instant::now();
     let creates = (from..to).map(|i| {
         let api = api.clone();
         async move {
             let object: DynamicObject = serde_json::from_value(json!({
-                "apiVersion": resource_api_version(), "kind": keys::KIND_TRAIN_JOB,
+                "apiVersion": keys::TRAINER_API_VERSION, "kind": keys::KIND_TRAIN_JOB,
                 "metadata": {"name": format!("other-{i}"), "namespace": namespace},
                 "spec": {"suspend": true, "runtimeRef": {"apiGroup": keys::TRAINER_GROUP,
                     "kind": keys::KIND_CLUSTER_TRAINING_RUNTIME, "name": "torch-distributed"}}
@@ -438,10 +432,6 @@ async fn fill(
         );
     }
     Ok(to)
-}
-
-fn resource_api_version() -> String {
-    format!("{}/{}", keys::TRAINER_GROUP, keys::TRAINER_VERSION)
 }
 
 /// Requests the adapter made, counted from kube's `HTTP` spans.
