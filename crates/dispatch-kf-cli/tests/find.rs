@@ -51,18 +51,9 @@ fn find_off_a_terminal_prints_the_same_object_as_with_o_json() {
 #[test]
 fn find_o_name_prints_what_kubectl_takes() {
     let served = common::Served::start("find-name");
-    let request =
-        std::env::temp_dir().join(format!("dispatch-kf-name-request-{}.json", std::process::id()));
-    let body = serde_json::json!({
-        "job": JOB, "generation": 0, "submission": 1, "attempt": 1,
-        "spec": {"command": ["python", "train.py"], "nodes": 1, "gpusPerNode": 8,
-          "extensions": {"dispatch/Image": {"ref": "ghcr.io/acme/train:1.4"},
-            "kubeflow/RuntimeRef": {"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}}}
-    });
-    std::fs::write(&request, body.to_string()).unwrap();
+    let request = served.request(JOB, 1);
     let started =
-        served.command("start").args(["-o", "name", "--request"]).arg(&request).output().unwrap();
-    std::fs::remove_file(&request).unwrap();
+        served.command("start").args(["-o", "name", "--request", &request]).output().unwrap();
     assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
     let name = "trainjob.trainer.kubeflow.org/dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1\n";
     assert_eq!(String::from_utf8_lossy(&started.stdout), name);

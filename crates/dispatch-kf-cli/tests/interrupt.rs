@@ -12,17 +12,8 @@ const JOB: &str = "01JDQ4V8Z6K3M0B7X2N5R9T1CE";
 #[test]
 fn ctrl_c_during_watch_ends_with_130_and_no_error_text() {
     let served = common::Served::start("interrupt-watch");
-    let request = serde_json::json!({
-        "job": JOB, "generation": 0, "submission": 1, "attempt": 1,
-        "spec": {"command": ["python", "train.py"], "nodes": 1, "gpusPerNode": 8,
-          "extensions": {"dispatch/Image": {"ref": "ghcr.io/acme/train:1.4"},
-            "kubeflow/RuntimeRef": {"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}}}
-    });
-    let path =
-        std::env::temp_dir().join(format!("dispatch-kf-request-{}.json", std::process::id()));
-    std::fs::write(&path, request.to_string()).unwrap();
-    let started = served.command("start").arg("--request").arg(&path).output().unwrap();
-    std::fs::remove_file(&path).unwrap();
+    let request = served.request(JOB, 1);
+    let started = served.command("start").args(["--request", &request]).output().unwrap();
     assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
 
     let mut watch = served

@@ -18,29 +18,16 @@ fn verbose(served: &common::Served, subcommand: &str, args: &[&str]) -> String {
 #[test]
 fn a_writing_command_trusts_the_kept_preflight_and_preflight_always_probes() {
     let served = common::Served::start("preflight-cache");
-    let first = verbose(&served, "start", &["--request", &request(1)]);
+    let first = verbose(&served, "start", &["--request", &served.request(JOB, 1)]);
     assert!(first.contains("running the preflight in full"), "{first}");
-    let second = verbose(&served, "start", &["--request", &request(2)]);
+    let second = verbose(&served, "start", &["--request", &served.request(JOB, 2)]);
     assert!(second.contains("trusting the preflight kept"), "{second}");
     let probed = verbose(&served, "preflight", &[]);
     assert!(probed.contains("running the preflight in full"), "{probed}");
-    let never = verbose(&served, "start", &["--preflight-max-age", "0s", "--request", &request(3)]);
+    let never = verbose(
+        &served,
+        "start",
+        &["--preflight-max-age", "0s", "--request", &served.request(JOB, 3)],
+    );
     assert!(never.contains("running the preflight in full"), "{never}");
-    for submission in 1..=3 {
-        std::fs::remove_file(request(submission)).unwrap();
-    }
-}
-
-/// A start request of submission `submission` of the job, in a file; its path.
-fn request(submission: u32) -> String {
-    let request = serde_json::json!({
-        "job": JOB, "generation": 0, "submission": submission, "attempt": 1,
-        "spec": {"command": ["python", "train.py"], "nodes": 1, "gpusPerNode": 8,
-          "extensions": {"dispatch/Image": {"ref": "ghcr.io/acme/train:1.4"},
-            "kubeflow/RuntimeRef": {"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}}}
-    });
-    let path = std::env::temp_dir()
-        .join(format!("dispatch-kf-cache-request-{}-{submission}.json", std::process::id()));
-    std::fs::write(&path, request.to_string()).unwrap();
-    path.to_str().unwrap().to_owned()
 }

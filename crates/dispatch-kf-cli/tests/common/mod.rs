@@ -60,6 +60,21 @@ impl Served {
         cmd
     }
 
+    /// A start request of submission `submission` of `job` (one 8-GPU node, on the
+    /// stock runtime), in a file of this cluster's folder; its path.
+    #[allow(dead_code, reason = "each test binary includes this module; not all use this")]
+    pub(crate) fn request(&self, job: &str, submission: u32) -> String {
+        let request = serde_json::json!({
+            "job": job, "generation": 0, "submission": submission, "attempt": 1,
+            "spec": {"command": ["python", "train.py"], "nodes": 1, "gpusPerNode": 8,
+              "extensions": {"dispatch/Image": {"ref": "ghcr.io/acme/train:1.4"},
+                "kubeflow/RuntimeRef": {"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}}}
+        });
+        let path = self.dir.join(format!("request-{job}-{submission}.json"));
+        std::fs::write(&path, request.to_string()).unwrap();
+        path.to_str().unwrap().to_owned()
+    }
+
     /// The command with `SUBCOMMAND --settings <this cluster's settings>`, its
     /// preflights kept in this cluster's folder.
     pub(crate) fn command(&self, subcommand: &str) -> Command {
