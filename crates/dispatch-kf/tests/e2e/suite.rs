@@ -190,7 +190,7 @@ impl Runtime {
 }
 
 /// The LocalQueue Kueue-mode scenarios submit to, in the suite's namespace, on the
-/// ClusterQueue `gpu` of the Kueue setup (`fixtures/cluster/kueue-setup.json`).
+/// ClusterQueue `gpu` of the Kueue setup (`crates/dispatch-kf-sim/data/kueue-setup.json`).
 pub(crate) const QUEUE: &str = "dispatch-e2e";
 
 /// The adapter's mode a scenario runs in.
@@ -538,8 +538,10 @@ impl World {
         Watched { seen, task }
     }
 
-    /// Waits until Watch has reported an observation `want` accepts; fails with the
-    /// last one it reported.
+    /// Waits until Watch has reported an observation of the job's own objects that
+    /// `want` accepts; fails with the last one it reported. Foreign observations are
+    /// passed over: Watch reports orphans too, and Start makes the runtime copy before
+    /// its TrainJob, so a Find between the two sees the copy as an orphan, ended.
     pub(crate) async fn until_watched(
         &self,
         watched: &Watched,
@@ -549,7 +551,7 @@ impl World {
         self.target
             .until(what, async || {
                 let seen = watched.seen.lock().expect("not poisoned");
-                match seen.iter().find(|o| want(o)) {
+                match seen.iter().find(|o| !o.foreign && want(o)) {
                     Some(found) => Ok(found.clone()),
                     None => Err(format!("{:#?}", seen.last())),
                 }
