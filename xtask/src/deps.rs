@@ -120,8 +120,52 @@ fn every_library_crate_packages_with_its_readme() {
     for krate in LIBRARIES {
         let list = cargo(&root, &["package", "--list", "--offline", "--allow-dirty", "-p", krate]);
         assert!(list.lines().any(|l| l == "README.md"), "{krate} packages no README.md:\n{list}");
+        for included in included_files(&root.join("crates").join(krate)) {
+            assert!(
+                list.lines().any(|l| l == included),
+                "{krate} includes {included}, which its package does not hold (keep included \
+                 files inside the crate):\n{list}"
+            );
+        }
         let manifest =
             std::fs::read_to_string(root.join("crates").join(krate).join("Cargo.toml")).unwrap();
         assert!(manifest.contains("readme = \"README.md\""), "{krate}: readme = \"README.md\"");
     }
+}
+
+/// The files a crate's code names in `include_str!` or `include_bytes!`, relative to
+/// the crate's folder (`..` resolved), so that a file outside the crate shows as such.
+/// Comments are passed over: a doc example may read the workspace's fixtures, since
+/// doc tests run in the workspace, not from the package.
+fn included_files(krate: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut folders = vec![krate.join("src")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().map(Result::unwrap) {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let code: Vec<&str> =
+                text.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
+            let text = code.join("\n");
+            let here = path.parent().unwrap().strip_prefix(krate).unwrap().to_string_lossy();
+            for marker in ["include_str!(\"", "include_bytes!(\""] {
+                for rest in text.split(marker).skip(1) {
+                    let Some((name, _)) = rest.split_once('"') else { continue };
+                    let mut parts: Vec<&str> = here.split('/').collect();
+                    for part in name.split('/') {
+                        match (part, parts.last()) {
+                            ("..", Some(&last)) if last != ".." => drop(parts.pop()),
+                            _ => parts.push(part),
+                        }
+                    }
+                    found.push(parts.join("/"));
+                }
+            }
+        }
+    }
+    found
 }

@@ -38,14 +38,15 @@ pub fn torch_distributed() -> Value {
 }
 
 /// The Kueue objects the readmission gate needs, one file shared with
-/// `cargo xtask cluster up --kueue` (`fixtures/cluster/kueue-setup.json`): the
+/// `cargo xtask cluster up --kueue` (`crates/dispatch-kf-sim/data/kueue-setup.json`): the
 /// ResourceFlavor `default-flavor`, the ClusterQueue `gpu` with `quota` GPUs whose
 /// admission checks list `dispatch-readmission`, that AdmissionCheck, the namespace of
 /// the gate's Lease, and the LocalQueue `team-a` in `default`.
 pub fn kueue_setup(quota: u32) -> Vec<Value> {
-    const SETUP: &str = include_str!("../../../fixtures/cluster/kueue-setup.json");
+    const SETUP: &str = include_str!("../data/kueue-setup.json");
     let text = SETUP.replace("\"$QUOTA\"", &format!("\"{quota}\""));
-    serde_json::from_str(&text).expect("fixtures/cluster/kueue-setup.json is a JSON array")
+    serde_json::from_str(&text)
+        .expect("crates/dispatch-kf-sim/data/kueue-setup.json is a JSON array")
 }
 
 impl Sim {

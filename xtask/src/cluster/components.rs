@@ -365,7 +365,7 @@ impl Plane<'_> {
 
     /// Kueue's queues and the readmission AdmissionCheck, as `sim serve --kueue` has them.
     fn kueue_setup(&self, quota: u32) -> Result<(), String> {
-        let file = crate::run::project_root().join("fixtures/cluster/kueue-setup.json");
+        let file = crate::run::project_root().join("crates/dispatch-kf-sim/data/kueue-setup.json");
         let text =
             std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
         self.apply("kueue-setup", &manifests::kueue_setup(&text, quota)?)

@@ -191,7 +191,7 @@ pub(crate) fn node(name: &str, gpus: u32) -> Value {
     })
 }
 
-/// The Kueue objects `sim serve --kueue` installs too (`fixtures/cluster/kueue-setup.json`),
+/// The Kueue objects `sim serve --kueue` installs too (`crates/dispatch-kf-sim/data/kueue-setup.json`),
 /// with the ClusterQueue's GPU quota set.
 pub(crate) fn kueue_setup(text: &str, quota: u32) -> Result<Vec<Value>, String> {
     let text = text.replace("\"$QUOTA\"", &format!("\"{quota}\""));
