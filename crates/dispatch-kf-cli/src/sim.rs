@@ -95,20 +95,15 @@ impl ServeArgs {
 }
 
 impl ServeArgs {
-    /// The simulated cluster's options: its clock at the wall clock's now, kubectl let
-    /// in, and Kueue's API served only with `--kueue`, so that a plain-mode preflight
-    /// does not wait `timeouts.workload` to prove that a Kueue nobody asked for leaves
-    /// its TrainJobs alone.
+    /// The simulated cluster's options: its clock at the wall clock's now, HTTPS with
+    /// anonymous requests refused (the defaults: kubectl sends the kubeconfig's token
+    /// over HTTPS), and Kueue's API served only with `--kueue`, so that a plain-mode
+    /// preflight does not wait `timeouts.workload` to prove that a Kueue nobody asked
+    /// for leaves its TrainJobs alone.
     fn options(&self) -> SimOptions {
         let unserved =
             if self.kueue { Vec::new() } else { vec![keys::KUEUE_API_VERSION.to_owned()] };
-        SimOptions {
-            start: jiff::Timestamp::now(),
-            // kubectl sends no token over plain http: let it in as admin.
-            anonymous: Some("admin".to_owned()),
-            unserved,
-            ..SimOptions::default()
-        }
+        SimOptions { start: jiff::Timestamp::now(), unserved, ..SimOptions::default() }
     }
 }
 

@@ -11,12 +11,13 @@ use crate::controllers;
 use crate::delete::{self, DeleteOptions};
 use crate::discovery;
 use crate::faults::{self, FaultAction};
+use crate::openapi;
 use crate::read;
 use crate::request::{self, ApiReq, Route};
 use crate::resources::RESOURCES;
 use crate::state::{RequestRecord, State};
 use crate::watch::{self, WatchStart};
-use crate::write;
+use crate::write::{self, WriteOptions};
 
 /// An HTTP request, read whole.
 pub(crate) struct Incoming {
@@ -46,6 +47,8 @@ pub(crate) enum Reply {
 pub(crate) struct Processed {
     pub(crate) reply: Reply,
     pub(crate) delay: Option<std::time::Duration>,
+    /// One `Warning` header each (`unknown field "spec.foo"`).
+    pub(crate) warnings: Vec<String>,
 }
 
 fn err(e: ApiError) -> Reply {
@@ -83,7 +86,8 @@ pub(crate) fn process(state: &mut State, inc: &Incoming) -> Processed {
         controllers::settle(state);
     }
     state.log.push(record);
-    Processed { reply, delay }
+    let warnings = std::mem::take(&mut state.warnings);
+    Processed { reply, delay, warnings }
 }
 
 /// One request, in the apiserver's order: authenticate, route, authorize, the faults a
@@ -158,12 +162,18 @@ fn route(state: &State, inc: &Incoming, q: &Query) -> Result<ApiReq, Reply> {
     let served = |gv: &str| !state.unserved.contains(gv);
     match request::route(&inc.method, &inc.path, watch, served) {
         Some(Route::Api(r)) => Ok(r),
-        Some(Route::Discovery(p)) => Err(match discovery::document(&p, served) {
-            Some(d) => Reply::Json(200, d),
-            None => Reply::Text(404, "404 page not found\n".into()),
-        }),
+        Some(Route::Discovery(p)) => Err(found(discovery::document(&p, served))),
+        Some(Route::OpenApi(p)) => Err(found(openapi::document(&p, served))),
         Some(Route::NotFound) => Err(Reply::Text(404, "404 page not found\n".into())),
         None => Err(err(ApiError::method_not_allowed())),
+    }
+}
+
+/// A document, or `404 page not found`.
+fn found(document: Option<Value>) -> Reply {
+    match document {
+        Some(d) => Reply::Json(200, d),
+        None => Reply::Text(404, "404 page not found\n".into()),
     }
 }
 
@@ -225,7 +235,7 @@ fn handle(
     req: &ApiReq,
 ) -> Result<Reply, ApiError> {
     let res = &RESOURCES[req.res];
-    let manager = write::manager(q, &inc.user_agent);
+    let options = || WriteOptions::read(q, &inc.user_agent, req.verb);
     let body = &inc.body[..];
     let follow = q.get("follow").is_some_and(|f| f == "true");
     match (req.verb, req.sub.as_str()) {
@@ -241,13 +251,12 @@ fn handle(
         ("get", "" | "status") => read::get(state, req, &inc.accept).map(|v| Reply::Json(200, v)),
         ("list", "") => read::list(state, req, q, &inc.accept).map(|v| Reply::Json(200, v)),
         ("watch", "") => watch::start(state, req, q, &inc.accept).map(Reply::Watch),
-        ("create", "") => write::create(state, req, body, &manager).map(|v| Reply::Json(201, v)),
+        ("create", "") => write::create(state, req, body, &options()?).map(|v| Reply::Json(201, v)),
         ("update", "" | "status") => {
-            write::update(state, req, body, &manager).map(|v| Reply::Json(200, v))
+            write::update(state, req, body, &options()?).map(|v| Reply::Json(200, v))
         }
-        ("patch", "" | "status") => {
-            write::patch(state, req, body, &inc.content_type, &manager).map(|v| Reply::Json(200, v))
-        }
+        ("patch", "" | "status") => write::patch(state, req, body, &inc.content_type, &options()?)
+            .map(|v| Reply::Json(200, v)),
         ("delete", "") => DeleteOptions::read(body, q)
             .and_then(|o| delete::handle(state, req, &o))
             .map(|v| Reply::Json(200, v)),

@@ -91,6 +91,32 @@ impl ApiError {
         e
     }
 
+    /// 422 for a request option the apiserver does not know a value of: `verb` is
+    /// `create`, `update` or `patch`, whose options kind names the message.
+    pub(crate) fn unsupported_option(
+        verb: &str,
+        option: &str,
+        value: &str,
+        values: &[&str],
+    ) -> Self {
+        let kind = match verb {
+            "create" => "CreateOptions",
+            "update" => "UpdateOptions",
+            _ => "PatchOptions",
+        };
+        let supported: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
+        let short =
+            format!("Unsupported value: \"{value}\": supported values: {}", supported.join(", "));
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("{kind}.meta.k8s.io \"\" is invalid: {option}: {short}"),
+        );
+        e.details = Some(json!({"group": "meta.k8s.io", "kind": kind,
+            "causes": [{"reason": "FieldValueNotSupported", "message": short, "field": option}]}));
+        e
+    }
+
     /// 403 from a validating admission webhook that denied the request.
     pub(crate) fn webhook_denied(webhook: &str, message: &str) -> Self {
         Self::new(

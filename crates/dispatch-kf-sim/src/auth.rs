@@ -108,10 +108,16 @@ impl Identity {
     }
 }
 
-/// A kubeconfig for one identity that `kube::Config` and `kubectl` accept.
-pub(crate) fn kubeconfig_yaml(server: &str, id: &Identity) -> String {
+/// A kubeconfig for one identity that `kube::Config` and `kubectl` accept; `ca_pem`
+/// is the CA that signed an HTTPS server's certificate.
+pub(crate) fn kubeconfig_yaml(server: &str, ca_pem: Option<&str>, id: &Identity) -> String {
+    use base64::Engine as _;
+    let ca = ca_pem.map_or(String::new(), |pem| {
+        let data = base64::engine::general_purpose::STANDARD.encode(pem);
+        format!("    certificate-authority-data: {data}\n")
+    });
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {server}\ncontexts:\n- name: {user}@sim\n  context:\n    cluster: sim\n    user: {user}\n    namespace: default\ncurrent-context: {user}@sim\nusers:\n- name: {user}\n  user:\n    token: {token}\npreferences: {{}}\n",
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {server}\n{ca}contexts:\n- name: {user}@sim\n  context:\n    cluster: sim\n    user: {user}\n    namespace: default\ncurrent-context: {user}@sim\nusers:\n- name: {user}\n  user:\n    token: {token}\npreferences: {{}}\n",
         user = id.user,
         token = id.token,
     )

@@ -6,8 +6,9 @@
 //! component. It is independent of `dispatch-kf-model` and `dispatch-core` (a bug shared
 //! by both sides would pass every test): it works on JSON objects.
 //!
-//! - [`Sim::start`] serves HTTP/1.1 on 127.0.0.1 at an ephemeral port;
-//!   [`Sim::kubeconfig_yaml`] gives a kubeconfig per [`Identity`].
+//! - [`Sim::start`] serves HTTPS on 127.0.0.1 at an ephemeral port, with a CA made at
+//!   start (plain HTTP with `SimOptions::tls = false`); [`Sim::kubeconfig_yaml`] gives
+//!   a kubeconfig per [`Identity`], carrying the CA.
 //! - The store, admission and handlers follow the apiserver (`docs/sim.md` lists what
 //!   is simulated and what is not yet).
 //! - Controllers run on a virtual clock: [`Sim::settle`], [`Sim::advance`]; by default
@@ -65,15 +66,18 @@ mod discovery;
 mod faults;
 mod logs;
 mod managed;
+mod openapi;
 mod patch;
 mod read;
 mod request;
 mod resources;
+mod schema;
 mod selector;
 mod server;
 mod sim;
 mod state;
 mod store;
+mod tls;
 mod verbs;
 mod watch;
 mod write;
@@ -89,3 +93,4 @@ pub use resources::{RESOURCES, Resource, by_plural};
 pub use selector::Selector;
 pub use sim::{Sim, SimError, SimOptions};
 pub use state::RequestRecord;
+pub use tls::TlsError;

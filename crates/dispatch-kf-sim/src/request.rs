@@ -20,6 +20,8 @@ pub(crate) struct ApiReq {
 pub(crate) enum Route {
     /// `/api`, `/apis`, `/api/v1`, `/apis/<g>/<v>`, `/version`.
     Discovery(String),
+    /// `/openapi/v3` and the documents it names.
+    OpenApi(String),
     /// A resource path.
     Api(ApiReq),
     /// Not served: `404 page not found`.
@@ -87,6 +89,7 @@ pub(crate) fn route(
     let segs: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
     let (group, version, rest) = match segs.as_slice() {
         ["version"] | ["api"] | ["apis"] => return Some(Route::Discovery(path.into())),
+        ["openapi", "v3", ..] if method == "GET" => return Some(Route::OpenApi(path.into())),
         ["api", v, rest @ ..] => ("", *v, rest),
         ["apis", g, v, rest @ ..] => (*g, *v, rest),
         _ => return Some(Route::NotFound),

@@ -1,4 +1,5 @@
-//! The HTTP side: a hyper HTTP/1.1 server on 127.0.0.1, one task per connection, and the
+//! The HTTP side: a hyper HTTP/1.1 server on 127.0.0.1, over TLS ([`crate::tls`]) unless
+//! plain HTTP is asked for, one task per connection, and the
 //! network faults that need the socket itself: refusing connections (the listener is
 //! closed and every open connection dropped, so a pooled keep-alive connection cannot
 //! carry the next request) and resetting a connection (SO_LINGER 0, then close: RST).
@@ -23,6 +24,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 
 use crate::api::{self, Incoming, Reply};
 use crate::state::State;
@@ -33,6 +35,8 @@ type Out = BoxBody<Bytes, Infallible>;
 pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     pub(crate) addr: SocketAddr,
+    /// The TLS side of every connection, or `None` for plain HTTP.
+    tls: Option<TlsAcceptor>,
     conns: Mutex<JoinSet<()>>,
     /// Desired: refuse connections.
     pub(crate) refuse: watch::Sender<bool>,
@@ -58,12 +62,16 @@ impl Shared {
 }
 
 /// Binds the listener and starts accepting.
-pub(crate) async fn start(state: State) -> io::Result<(Arc<Shared>, tokio::task::JoinHandle<()>)> {
+pub(crate) async fn start(
+    state: State,
+    tls: Option<TlsAcceptor>,
+) -> io::Result<(Arc<Shared>, tokio::task::JoinHandle<()>)> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let shared = Arc::new(Shared {
         state: Mutex::new(state),
         addr,
+        tls,
         conns: Mutex::new(JoinSet::new()),
         refuse: watch::channel(false).0,
         listening: watch::channel(true).0,
@@ -113,13 +121,22 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
 
 fn spawn_connection(shared: &Arc<Shared>, stream: TcpStream) {
     let reset = Arc::new(AtomicBool::new(false));
-    let io = TokioIo::new(ResetIo { stream, reset: reset.clone() });
+    let io = ResetIo { stream, reset: reset.clone() };
     let s = shared.clone();
     let svc = service_fn(move |req| serve(s.clone(), reset.clone(), req));
+    let tls = shared.tls.clone();
     let mut conns = shared.conns.lock().unwrap_or_else(|p| p.into_inner());
     while conns.try_join_next().is_some() {}
     conns.spawn(async move {
-        let _ = http1::Builder::new().serve_connection(io, svc).await;
+        let http = http1::Builder::new();
+        let _ = match tls {
+            None => http.serve_connection(TokioIo::new(io), svc).await,
+            Some(tls) => match tls.accept(io).await {
+                Ok(io) => http.serve_connection(TokioIo::new(io), svc).await,
+                // A client that gives up its handshake is no concern of the server's.
+                Err(_) => return,
+            },
+        };
     });
 }
 
@@ -155,15 +172,16 @@ async fn serve(
     if let Some(d) = processed.delay {
         tokio::time::sleep(d).await;
     }
+    let warnings = &processed.warnings;
     let response = match processed.reply {
         Reply::Reset => {
             reset.store(true, Ordering::SeqCst);
             return Err(ResetConnection);
         }
         Reply::Json(code, v) => {
-            respond(code, "application/json", serde_json::to_vec(&v).unwrap_or_default())
+            respond(code, "application/json", serde_json::to_vec(&v).unwrap_or_default(), warnings)
         }
-        Reply::Text(code, t) => respond(code, "text/plain; charset=utf-8", t.into_bytes()),
+        Reply::Text(code, t) => respond(code, "text/plain; charset=utf-8", t.into_bytes(), &[]),
         Reply::Follow(f) => {
             let (tx, rx) = mpsc::channel(64);
             tokio::spawn(crate::logs::stream(f, tx));
@@ -187,11 +205,20 @@ async fn serve(
     Ok(response.unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed())))
 }
 
-fn respond(code: u16, content_type: &str, body: Vec<u8>) -> http::Result<Response<Out>> {
-    Response::builder()
-        .status(code)
-        .header(header::CONTENT_TYPE, content_type)
-        .body(Full::new(Bytes::from(body)).boxed())
+/// A whole response, with a `Warning` header (RFC 7234's code 299, as the apiserver
+/// sends them) for each warning.
+fn respond(
+    code: u16,
+    content_type: &str,
+    body: Vec<u8>,
+    warnings: &[String],
+) -> http::Result<Response<Out>> {
+    let mut response = Response::builder().status(code).header(header::CONTENT_TYPE, content_type);
+    for w in warnings {
+        let quoted = w.replace('\\', "\\\\").replace('"', "\\\"");
+        response = response.header(header::WARNING, format!("299 - \"{quoted}\""));
+    }
+    response.body(Full::new(Bytes::from(body)).boxed())
 }
 
 /// A response body fed by a channel (watch streams).

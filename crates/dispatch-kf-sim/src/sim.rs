@@ -16,6 +16,7 @@ use crate::resources::{self, RESOURCES};
 use crate::server::{self, Shared};
 use crate::state::{RequestRecord, State};
 use crate::store::{DEFAULT_WINDOW, Key};
+use crate::tls::Tls;
 
 /// Failures of the sim's own API (not of simulated requests).
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +27,9 @@ pub enum SimError {
     /// No identity of that name.
     #[error("no identity named {0:?}: add it with Sim::add_identity or SimOptions::identities")]
     UnknownUser(String),
+    /// The certificates for HTTPS could not be made.
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
     /// An object whose apiVersion and kind the sim does not serve.
     #[error("the simulated cluster does not serve {0}: see dispatch_kf_sim::RESOURCES")]
     UnknownKind(String),
@@ -55,6 +59,9 @@ pub struct SimOptions {
     /// kubectl sends no bearer token over plain http, so `Some("admin")` is how a
     /// `sim serve` lets kubectl in.
     pub anonymous: Option<String>,
+    /// Serve HTTPS with a CA made at start, which the kubeconfigs carry (the default);
+    /// `false` serves plain HTTP, for a test that reads the bytes on the wire.
+    pub tls: bool,
 }
 
 impl Default for SimOptions {
@@ -68,6 +75,7 @@ impl Default for SimOptions {
             event_window: DEFAULT_WINDOW,
             identities: Vec::new(),
             anonymous: None,
+            tls: true,
         }
     }
 }
@@ -76,6 +84,8 @@ impl Default for SimOptions {
 pub struct Sim {
     shared: Arc<Shared>,
     accept: tokio::task::JoinHandle<()>,
+    /// The CA's certificate (PEM), when serving HTTPS.
+    ca_pem: Option<String>,
 }
 
 impl Drop for Sim {
@@ -115,16 +125,26 @@ impl Sim {
                 "sim",
             );
         }
-        let (shared, accept) = server::start(state).await.map_err(SimError::Bind)?;
-        Ok(Self { shared, accept })
+        let tls = if opts.tls { Some(Tls::new()?) } else { None };
+        let ca_pem = tls.as_ref().map(|t| t.ca_pem.clone());
+        let acceptor = tls.map(|t| t.acceptor);
+        let (shared, accept) = server::start(state, acceptor).await.map_err(SimError::Bind)?;
+        Ok(Self { shared, accept, ca_pem })
     }
 
-    /// The server URL (`http://127.0.0.1:<port>`).
+    /// The server URL: `https://127.0.0.1:<port>`, or `http://` without TLS.
     pub fn url(&self) -> String {
-        format!("http://{}", self.shared.addr)
+        let scheme = if self.ca_pem.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.shared.addr)
     }
 
-    /// A kubeconfig for `user` (plain `http://` server, bearer token, namespace `default`).
+    /// The CA that signed the server's certificate (PEM), when serving HTTPS.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
+    }
+
+    /// A kubeconfig for `user`: the server, with the CA to verify it by when serving
+    /// HTTPS; the user's bearer token; namespace `default`.
     pub fn kubeconfig_yaml(&self, user: &str) -> Result<String, SimError> {
         let st = self.shared.lock();
         let id = st
@@ -132,7 +152,7 @@ impl Sim {
             .iter()
             .find(|i| i.user == user)
             .ok_or_else(|| SimError::UnknownUser(user.to_string()))?;
-        Ok(auth::kubeconfig_yaml(&self.url(), id))
+        Ok(auth::kubeconfig_yaml(&self.url(), self.ca_pem(), id))
     }
 
     /// Adds (or replaces) an identity.

@@ -52,6 +52,8 @@ pub(crate) struct State {
     pub(crate) identities: Vec<Identity>,
     pub(crate) faults: Vec<Slot>,
     pub(crate) log: Vec<RequestRecord>,
+    /// The `Warning` headers of the request being handled.
+    pub(crate) warnings: Vec<String>,
     pub(crate) unserved: BTreeSet<String>,
     pub(crate) pod_logs: BTreeMap<(String, String), String>,
     pub(crate) counter: u64,
@@ -76,6 +78,7 @@ impl State {
             identities: Vec::new(),
             faults: Vec::new(),
             log: Vec::new(),
+            warnings: Vec::new(),
             unserved: BTreeSet::new(),
             pod_logs: BTreeMap::new(),
             counter: 0,

@@ -10,16 +10,85 @@ use crate::apierror::ApiError;
 use crate::auth::Access;
 use crate::request::ApiReq;
 use crate::resources::{RESOURCES, Resource, id};
+use crate::schema::{self, Validation};
 use crate::state::State;
 use crate::store::Key;
 use crate::{admission, managed, patch};
 
-/// The manager name for managedFields: `fieldManager`, else the User-Agent up to `/`.
-pub(crate) fn manager(q: &BTreeMap<String, String>, user_agent: &str) -> String {
-    q.get("fieldManager").cloned().filter(|m| !m.is_empty()).unwrap_or_else(|| {
-        let ua = user_agent.split('/').next().unwrap_or_default();
-        if ua.is_empty() { "unknown".to_string() } else { ua.to_string() }
-    })
+/// What a write request's query asks of it, as `CreateOptions`, `UpdateOptions` and
+/// `PatchOptions` carry it.
+pub(crate) struct WriteOptions {
+    /// The manager name for managedFields: `fieldManager`, else the User-Agent up to `/`.
+    pub(crate) manager: String,
+    /// How fields the kind's schema does not declare are met.
+    pub(crate) validation: Validation,
+}
+
+impl WriteOptions {
+    /// The options of a `verb` request (`create`, `update` or `patch`); an unknown
+    /// `fieldValidation` is 422, as the apiserver answers it.
+    pub(crate) fn read(
+        q: &BTreeMap<String, String>,
+        user_agent: &str,
+        verb: &str,
+    ) -> Result<WriteOptions, ApiError> {
+        let manager =
+            q.get("fieldManager").cloned().filter(|m| !m.is_empty()).unwrap_or_else(|| {
+                let ua = user_agent.split('/').next().unwrap_or_default();
+                if ua.is_empty() { "unknown".to_string() } else { ua.to_string() }
+            });
+        let asked = q.get("fieldValidation").map(String::as_str);
+        let Some(validation) = Validation::parse(asked) else {
+            return Err(ApiError::unsupported_option(
+                verb,
+                "fieldValidation",
+                asked.unwrap_or_default(),
+                &["", "Ignore", "Strict", "Warn"],
+            ));
+        };
+        Ok(WriteOptions { manager, validation })
+    }
+}
+
+/// Meets the fields of `obj` its kind's schema does not declare as `validation` asks
+/// (they are dropped, with a warning each under `Warn`; under `Strict` the write is
+/// 400 naming them all), then refuses a value of the wrong type (422).
+fn check_fields(
+    state: &mut State,
+    res: &Resource,
+    name: &str,
+    obj: &mut Value,
+    validation: Validation,
+) -> Result<(), ApiError> {
+    let checked = schema::prune(&schema::of_kind(res.kind), obj);
+    let unknown = checked.unknown.iter().map(|path| format!("unknown field \"{path}\""));
+    match validation {
+        Validation::Strict if !checked.unknown.is_empty() => {
+            let fields: Vec<String> = unknown.collect();
+            return Err(ApiError::bad_request(format!(
+                "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
+                fields.join(", "),
+                kind = res.kind,
+                version = res.version,
+            )));
+        }
+        Validation::Warn => state.warnings.extend(unknown),
+        Validation::Strict | Validation::Ignore => {}
+    }
+    if checked.mistyped.is_empty() {
+        return Ok(());
+    }
+    let causes = checked
+        .mistyped
+        .into_iter()
+        .map(|(path, wanted, sent)| {
+            let message = format!(
+                "{path}: Invalid value: \"{sent}\": {path} in body must be of type {wanted}: \"{sent}\""
+            );
+            ("FieldValueTypeInvalid", path, message)
+        })
+        .collect();
+    Err(ApiError::invalid(res, name, causes))
 }
 
 fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
@@ -49,7 +118,7 @@ pub(crate) fn create(
     state: &mut State,
     req: &ApiReq,
     body: &[u8],
-    manager: &str,
+    options: &WriteOptions,
 ) -> Result<Value, ApiError> {
     let res = &RESOURCES[req.res];
     let mut obj = parse_body(body)?;
@@ -83,6 +152,7 @@ pub(crate) fn create(
         };
         name = format!("{prefix}{}", state.suffix(5));
     }
+    check_fields(state, res, &name, &mut obj, options.validation)?;
     ns_must_exist(state, res, &req.ns)?;
     let key = Key::new(req.res, &req.ns, &name);
     if state.store.get(&key).is_some() {
@@ -120,7 +190,7 @@ pub(crate) fn create(
     meta["creationTimestamp"] = json!(state.now_str());
     meta["generation"] = json!(1);
     let time = state.now_str();
-    managed::record(None, &mut obj, manager, "Update", "", &time);
+    managed::record(None, &mut obj, &options.manager, "Update", "", &time);
     Ok((*state.store.put(key, obj)).clone())
 }
 
@@ -134,10 +204,11 @@ pub(crate) fn commit(
     req: &ApiReq,
     old: &Value,
     mut new: Value,
-    manager: &str,
+    options: &WriteOptions,
     operation: &str,
 ) -> Result<Value, ApiError> {
     let res = &RESOURCES[req.res];
+    check_fields(state, res, &req.name, &mut new, options.validation)?;
     if new.pointer("/metadata/name").and_then(Value::as_str).is_some_and(|n| n != req.name) {
         return Err(ApiError::bad_request(
             "the name of the object does not match the name on the URL",
@@ -164,7 +235,7 @@ pub(crate) fn commit(
         return Ok(old.clone());
     }
     let time = state.now_str();
-    managed::record(Some(old), &mut new, manager, operation, &req.sub, &time);
+    managed::record(Some(old), &mut new, &options.manager, operation, &req.sub, &time);
     let key = Key::new(req.res, &req.ns, &req.name);
     let finished = new.pointer("/metadata/deletionTimestamp").is_some()
         && new.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
@@ -275,11 +346,11 @@ pub(crate) fn update(
     state: &mut State,
     req: &ApiReq,
     body: &[u8],
-    manager: &str,
+    options: &WriteOptions,
 ) -> Result<Value, ApiError> {
     let new = parse_body(body)?;
     let old = existing(state, req)?;
-    commit(state, req, &old, new, manager, "Update")
+    commit(state, req, &old, new, options, "Update")
 }
 
 /// PATCH, by content type.
@@ -288,7 +359,7 @@ pub(crate) fn patch(
     req: &ApiReq,
     body: &[u8],
     content_type: &str,
-    manager: &str,
+    options: &WriteOptions,
 ) -> Result<Value, ApiError> {
     let p = parse_body(body)?;
     let apply = content_type.starts_with("application/apply-patch");
@@ -299,7 +370,7 @@ pub(crate) fn patch(
             let mut body = p.clone();
             body["metadata"]["name"] = json!(req.name);
             let bytes = serde_json::to_vec(&body).unwrap_or_default();
-            return create(state, req, &bytes, manager);
+            return create(state, req, &bytes, options);
         }
         Err(e) => return Err(e),
     };
@@ -326,7 +397,7 @@ pub(crate) fn patch(
         // A patch without a resourceVersion is unconditional.
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
     }
-    commit(state, req, &old, new, manager, operation)
+    commit(state, req, &old, new, options, operation)
 }
 
 /// SelfSubjectAccessReview: answered from the caller's own rules.

@@ -51,12 +51,20 @@ fn trainer_jobset_jobs_and_pods_for_each_fixture() {
     });
 }
 
+/// The kubeconfig names the HTTPS server, the CA that signed its certificate (made at
+/// start, so the snapshot shows it as `<CA>`), the user and the token.
 #[test]
-fn kubeconfig_names_the_server_user_and_token() {
+fn kubeconfig_names_the_server_its_ca_the_user_and_token() {
+    use base64::Engine as _;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let yaml = rt.block_on(async {
+    let (yaml, ca) = rt.block_on(async {
         let sim = Sim::start(SimOptions::default()).await.unwrap();
-        sim.kubeconfig_yaml("admin").unwrap().replace(&sim.url(), "http://127.0.0.1:PORT")
+        let yaml =
+            sim.kubeconfig_yaml("admin").unwrap().replace(&sim.url(), "https://127.0.0.1:PORT");
+        (yaml, sim.ca_pem().unwrap().to_owned())
     });
-    insta::assert_snapshot!(yaml);
+    let data = base64::engine::general_purpose::STANDARD.encode(&ca);
+    assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
+    assert!(yaml.contains(&format!("certificate-authority-data: {data}\n")), "{yaml}");
+    insta::assert_snapshot!(yaml.replace(&data, "<CA>"));
 }

@@ -60,6 +60,34 @@ impl Served {
         cmd
     }
 
+    /// This cluster's kubeconfig.
+    #[allow(dead_code, reason = "each test binary includes this module; not all use this")]
+    pub(crate) fn kubeconfig(&self) -> PathBuf {
+        self.dir.join("kubeconfig")
+    }
+
+    /// `kubectl --kubeconfig <this cluster's>` with `args`, its output when it
+    /// succeeds, else its standard error.
+    #[allow(dead_code, reason = "each test binary includes this module; not all use this")]
+    pub(crate) fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
+        use std::io::Write as _;
+        let mut child = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("kubectl must be on PATH (.ci/run installs it): {e}"));
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(stdin.unwrap_or_default().as_bytes()).unwrap();
+        drop(input);
+        let out = child.wait_with_output().unwrap();
+        let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+        if out.status.success() { Ok(text(out.stdout)) } else { Err(text(out.stderr)) }
+    }
+
     /// A start request of submission `submission` of `job` (one 8-GPU node, on the
     /// stock runtime), in a file of this cluster's folder; its path.
     #[allow(dead_code, reason = "each test binary includes this module; not all use this")]
@@ -77,6 +105,7 @@ impl Served {
 
     /// The command with `SUBCOMMAND --settings <this cluster's settings>`, its
     /// preflights kept in this cluster's folder.
+    #[allow(dead_code, reason = "each test binary includes this module; not all use this")]
     pub(crate) fn command(&self, subcommand: &str) -> Command {
         let mut cmd = bin();
         cmd.env("XDG_CACHE_HOME", self.dir.join("cache-home"));

@@ -1,0 +1,232 @@
+//! The structural schemas the simulated apiserver knows its kinds by, and what it does
+//! with the fields a write sends that a schema does not declare.
+//!
+//! A real apiserver decodes every write against the kind's schema: a field the schema
+//! does not declare is dropped ("pruned"), and the request's `fieldValidation` says
+//! whether that is silent (`Ignore`), a `Warning` header per field (`Warn`, the
+//! default) or a 400 naming every such field (`Strict`, what kubectl asks for). A
+//! value of the wrong type is 422 Invalid. The same schemas are served as OpenAPI v3
+//! ([`crate::openapi`]), which is what `kubectl explain` reads and how kubectl learns
+//! that the server validates fields itself.
+//!
+//! The Trainer's TrainJob is declared field by field, as Trainer v2.3.0's CRD declares
+//! it (`docs/sim.md#fields-and-openapi`). Every other kind declares its metadata only
+//! and keeps whatever `spec` and `status` it is sent (`x-kubernetes-preserve-unknown-
+//! fields`): the sim's fidelity there is its controllers', not its schemas'.
+
+mod kinds;
+
+use serde_json::Value;
+
+pub(crate) use kinds::of_kind;
+
+/// The shape of one value.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Shape {
+    /// A string.
+    Str,
+    /// A string holding an RFC 3339 time.
+    Time,
+    /// An integer.
+    Int,
+    /// `true` or `false`.
+    Bool,
+    /// A list of values of one shape.
+    List(&'static Shape),
+    /// An object whose keys are free and whose values have one shape.
+    Map(&'static Shape),
+    /// An object of the fields listed, and of no other.
+    Object(&'static [Field]),
+    /// An object of the fields listed, keeping any other it is sent.
+    Open(&'static [Field]),
+}
+
+/// One declared field of an object.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Field {
+    /// The key.
+    pub(crate) name: &'static str,
+    /// What it holds.
+    pub(crate) shape: Shape,
+    /// What it is for, as `kubectl explain` shows it.
+    pub(crate) about: &'static str,
+}
+
+/// A declared field (a `const fn`, so that schemas are tables).
+pub(crate) const fn field(name: &'static str, shape: Shape, about: &'static str) -> Field {
+    Field { name, shape, about }
+}
+
+impl Shape {
+    /// The OpenAPI `type` of the shape.
+    pub(crate) fn openapi_type(&self) -> &'static str {
+        match self {
+            Shape::Str | Shape::Time => "string",
+            Shape::Int => "integer",
+            Shape::Bool => "boolean",
+            Shape::List(_) => "array",
+            Shape::Map(_) | Shape::Object(_) | Shape::Open(_) => "object",
+        }
+    }
+}
+
+/// What a request's `fieldValidation` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Validation {
+    /// Drop undeclared fields silently.
+    Ignore,
+    /// Drop them, with a `Warning` header each (the apiserver's default).
+    Warn,
+    /// Refuse the write, naming every one.
+    Strict,
+}
+
+impl Validation {
+    /// The directive of a `fieldValidation` query value; `None` for a value the
+    /// apiserver refuses.
+    pub(crate) fn parse(value: Option<&str>) -> Option<Validation> {
+        match value {
+            None | Some("" | "Warn") => Some(Validation::Warn),
+            Some("Ignore") => Some(Validation::Ignore),
+            Some("Strict") => Some(Validation::Strict),
+            Some(_) => None,
+        }
+    }
+}
+
+/// What checking one object against its schema found.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Checked {
+    /// The paths of undeclared fields, as the apiserver names them (`spec.foo`,
+    /// `spec.trainer.env[0].bar`); they have been removed from the object.
+    pub(crate) unknown: Vec<String>,
+    /// Values of the wrong type: `(path, the type the schema wants, the type sent)`.
+    pub(crate) mistyped: Vec<(String, &'static str, &'static str)>,
+}
+
+/// Checks `value` against `shape`, removing every undeclared field it finds.
+pub(crate) fn prune(shape: &Shape, value: &mut Value) -> Checked {
+    let mut checked = Checked::default();
+    walk(shape, value, &mut String::new(), &mut checked);
+    checked
+}
+
+fn walk(shape: &Shape, value: &mut Value, path: &mut String, out: &mut Checked) {
+    if value.is_null() {
+        // A null is an absent value to the apiserver's decoder.
+        return;
+    }
+    let sent = json_type(value);
+    let fits = match shape {
+        Shape::Int => value.is_i64() || value.is_u64(),
+        _ => sent == shape.openapi_type(),
+    };
+    if !fits {
+        out.mistyped.push((path.clone(), shape.openapi_type(), sent));
+        return;
+    }
+    let base = path.len();
+    match (shape, value) {
+        (Shape::List(item), Value::Array(items)) => {
+            for (i, v) in items.iter_mut().enumerate() {
+                path.push_str(&format!("[{i}]"));
+                walk(item, v, path, out);
+                path.truncate(base);
+            }
+        }
+        (Shape::Map(item), Value::Object(map)) => {
+            for (k, v) in map.iter_mut() {
+                push_key(path, k);
+                walk(item, v, path, out);
+                path.truncate(base);
+            }
+        }
+        (Shape::Object(fields) | Shape::Open(fields), Value::Object(map)) => {
+            let open = matches!(shape, Shape::Open(_));
+            map.retain(|k, v| match fields.iter().find(|f| f.name == k) {
+                Some(f) => {
+                    push_key(path, k);
+                    walk(&f.shape, v, path, out);
+                    path.truncate(base);
+                    true
+                }
+                None if open => true,
+                None => {
+                    push_key(path, k);
+                    out.unknown.push(path.clone());
+                    path.truncate(base);
+                    false
+                }
+            });
+        }
+        _ => {}
+    }
+}
+
+fn push_key(path: &mut String, key: &str) {
+    if !path.is_empty() {
+        path.push('.');
+    }
+    path.push_str(key);
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const INNER: &[Field] = &[field("n", Shape::Int, "a number")];
+    const OUTER: Shape = Shape::Object(&[
+        field("items", Shape::List(&Shape::Object(INNER)), "a list"),
+        field("labels", Shape::Map(&Shape::Str), "a map"),
+        field("free", Shape::Open(INNER), "an open object"),
+    ]);
+
+    #[test]
+    fn undeclared_fields_are_removed_and_named_by_path() {
+        let mut v = json!({"items": [{"n": 1}, {"n": 2, "x": 3}], "y": true,
+            "free": {"n": 1, "kept": "yes"}, "labels": {"a": "b"}});
+        let checked = prune(&OUTER, &mut v);
+        assert_eq!(checked.unknown, ["items[1].x", "y"]);
+        assert!(checked.mistyped.is_empty());
+        assert_eq!(
+            v,
+            json!({"items": [{"n": 1}, {"n": 2}], "free": {"n": 1, "kept": "yes"}, "labels": {"a": "b"}})
+        );
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_named_with_both_types_and_null_is_absent() {
+        let mut v = json!({"items": [{"n": "two"}, {"n": 1.5}, {"n": null}], "labels": {"a": 1}});
+        let checked = prune(&OUTER, &mut v);
+        assert_eq!(
+            checked.mistyped,
+            [
+                ("items[0].n".to_owned(), "integer", "string"),
+                ("items[1].n".to_owned(), "integer", "number"),
+                ("labels.a".to_owned(), "string", "integer"),
+            ]
+        );
+    }
+
+    #[test]
+    fn field_validation_defaults_to_warn_and_refuses_other_words() {
+        assert_eq!(Validation::parse(None), Some(Validation::Warn));
+        assert_eq!(Validation::parse(Some("Strict")), Some(Validation::Strict));
+        assert_eq!(Validation::parse(Some("Ignore")), Some(Validation::Ignore));
+        assert_eq!(Validation::parse(Some("strict")), None);
+    }
+}
