@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 use serde::de::Deserializer;
 
-use crate::lenient::{FromJson, List, Obj, Str, Text};
+use crate::lenient::{FromJson, List, Obj, Text};
 use crate::object::{Meta, RawObject};
 use crate::view::View;
 
@@ -97,7 +97,7 @@ impl<'de> Deserialize<'de> for Item {
 
 /// An object that names its kind reads as its view: what a get or a watch event
 /// answers. Anything not an object reads as [`View::Other`] without metadata.
-impl<'de, S: FromJson<'de> + Str> Deserialize<'de> for View<S> {
+impl<'de, S: FromJson> Deserialize<'de> for View<S> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let Obj(raw) = Obj::<RawObject<S>>::deserialize(d)?;
         Ok(View::from(raw.unwrap_or_default()))

@@ -62,7 +62,7 @@ impl<S: Str> LastSetters<S> {
 
 struct LastSettersVisitor<S>(PhantomData<S>);
 
-impl<'de, S: FromJson<'de>> Visitor<'de> for LastSettersVisitor<S> {
+impl<'de, S: FromJson> Visitor<'de> for LastSettersVisitor<S> {
     type Value = LastSetters<S>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
@@ -80,7 +80,7 @@ impl<'de, S: FromJson<'de>> Visitor<'de> for LastSettersVisitor<S> {
     absent_for!(map);
 }
 
-impl<'de, S: FromJson<'de>> Deserialize<'de> for LastSetters<S> {
+impl<'de, S: FromJson> Deserialize<'de> for LastSetters<S> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(LastSettersVisitor(PhantomData))
     }

@@ -7,18 +7,17 @@
 //! are objects. View structs declare only the fields they read, so serde skips the
 //! rest of each object without building it.
 //!
-//! The text a view keeps is of a type `S` ([`Str`]): `String` for views that outlive
-//! the bytes they were read from (the live path keeps pods a Watch captured), or
-//! `Cow<'a, str>` borrowing from a dump held in one buffer, where a string with escapes
-//! is the only copy ([`FromJson`]). The leniency is the same for both: one visitor
-//! serves each.
+//! The text a view keeps is of a type `S` ([`Str`]): `String`, a copy of its own (the
+//! live path, whose views a Watch may keep), or [`Shared`], one copy for every view of a
+//! dump that holds the same string ([`crate::dump::Reader`]). The leniency is the same
+//! for both: one visitor serves each ([`FromJson`]).
 
-use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use smallvec::SmallVec;
 
 /// Visitor methods that answer "absent" for every scalar and drain lists and maps.
 macro_rules! absent_for {
@@ -58,8 +57,11 @@ macro_rules! absent_for {
 
 pub(crate) use absent_for;
 
+mod shared;
 mod str_map;
 
+pub(crate) use shared::Interner;
+pub use shared::Shared;
 pub use str_map::StrMap;
 
 /// The text a view keeps: what classification reads of it is a `&str`.
@@ -67,31 +69,15 @@ pub trait Str: AsRef<str> + Clone + fmt::Debug + Default {}
 
 impl Str for String {}
 
-impl Str for Cow<'_, str> {}
-
-/// How a JSON string read from bytes that live for `'de` becomes a [`Str`].
-pub trait FromJson<'de>: Str {
-    /// A string the input holds as it is (no escapes): borrowed when `Self` can.
-    fn borrowed(s: &'de str) -> Self;
-    /// A string the reader had to unescape into a scratch buffer: always a copy.
-    fn copied(s: &str) -> Self;
+/// How a JSON string, as the reader read it, becomes a [`Str`].
+pub trait FromJson: Str {
+    /// The text of the string (escapes undone).
+    fn from_json(s: &str) -> Self;
 }
 
-impl<'de> FromJson<'de> for String {
-    fn borrowed(s: &'de str) -> Self {
+impl FromJson for String {
+    fn from_json(s: &str) -> Self {
         s.to_owned()
-    }
-    fn copied(s: &str) -> Self {
-        s.to_owned()
-    }
-}
-
-impl<'de: 'a, 'a> FromJson<'de> for Cow<'a, str> {
-    fn borrowed(s: &'de str) -> Self {
-        Cow::Borrowed(s)
-    }
-    fn copied(s: &str) -> Self {
-        Cow::Owned(s.to_owned())
     }
 }
 
@@ -115,10 +101,7 @@ impl<S: Str> Text<S> {
 struct ScalarVisitor<T>(PhantomData<T>);
 
 /// What a scalar visitor keeps of one JSON value.
-trait Scalar<'de>: Default {
-    fn from_borrowed_str(s: &'de str) -> Self {
-        Self::from_str(s)
-    }
+trait Scalar: Default {
     fn from_str(_: &str) -> Self {
         Self::default()
     }
@@ -130,16 +113,13 @@ trait Scalar<'de>: Default {
     }
 }
 
-impl<'de, S: FromJson<'de>> Scalar<'de> for Text<S> {
-    fn from_borrowed_str(s: &'de str) -> Self {
-        Text(Some(S::borrowed(s)))
-    }
+impl<S: FromJson> Scalar for Text<S> {
     fn from_str(s: &str) -> Self {
-        Text(Some(S::copied(s)))
+        Text(Some(S::from_json(s)))
     }
 }
 
-impl<'de, T: Scalar<'de>> Visitor<'de> for ScalarVisitor<T> {
+impl<'de, T: Scalar> Visitor<'de> for ScalarVisitor<T> {
     type Value = T;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
@@ -156,9 +136,6 @@ impl<'de, T: Scalar<'de>> Visitor<'de> for ScalarVisitor<T> {
     fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<T, E> {
         Ok(T::default())
     }
-    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<T, E> {
-        Ok(T::from_borrowed_str(v))
-    }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
         Ok(T::from_str(v))
     }
@@ -169,7 +146,7 @@ impl<'de, T: Scalar<'de>> Visitor<'de> for ScalarVisitor<T> {
     absent_for!(seq);
 }
 
-impl<'de, S: FromJson<'de>> Deserialize<'de> for Text<S> {
+impl<'de, S: FromJson> Deserialize<'de> for Text<S> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(ScalarVisitor(PhantomData))
     }
@@ -186,7 +163,7 @@ impl Flag {
     }
 }
 
-impl Scalar<'_> for Flag {
+impl Scalar for Flag {
     fn from_bool(v: bool) -> Self {
         Flag(Some(v))
     }
@@ -202,7 +179,7 @@ impl<'de> Deserialize<'de> for Flag {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Int(pub Option<i64>);
 
-impl Scalar<'_> for Int {
+impl Scalar for Int {
     fn from_i64(v: i64) -> Self {
         Int(Some(v))
     }
@@ -282,13 +259,13 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ListVisitor<T> {
         f.write_str("any JSON value")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<List<T>, A::Error> {
-        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        // Gathered on the stack, then moved into one allocation of the list's size:
+        // the list is held for the whole classification, and most hold a few elements.
+        let mut out = SmallVec::<[T; 8]>::new();
         while let Some(Obj(item)) = seq.next_element::<Obj<T>>()? {
             out.extend(item);
         }
-        // Held for the whole classification: no room is kept for elements never read.
-        out.shrink_to_fit();
-        Ok(List(out))
+        Ok(List(exact(&mut out)))
     }
     absent_for!(scalars);
     absent_for!(map);
@@ -298,6 +275,14 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(ListVisitor(PhantomData))
     }
+}
+
+/// The elements of `items`, moved into a vector of their number (`collect` would make
+/// room for four).
+pub(crate) fn exact<A: smallvec::Array>(items: &mut SmallVec<A>) -> Vec<A::Item> {
+    let mut out = Vec::with_capacity(items.len());
+    out.extend(items.drain(..));
+    out
 }
 
 #[cfg(test)]

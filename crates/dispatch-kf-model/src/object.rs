@@ -12,7 +12,7 @@ use crate::lenient::{Flag, FromJson, Int, List, Obj, Present, Str, StrMap, Text}
 
 /// One object of any kind, as read from a dump.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson"))]
 pub(crate) struct RawObject<S = String> {
     /// `apiVersion`.
     pub api_version: Text<S>,
@@ -28,7 +28,7 @@ pub(crate) struct RawObject<S = String> {
 
 /// The metadata classification reads.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson"))]
 pub struct Meta<S = String> {
     /// The name.
     pub name: Text<S>,
@@ -100,7 +100,7 @@ pub enum SpecField {
 
 /// One owner reference: classification reads whose it is by UID alone.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, bound(deserialize = "S: FromJson"))]
 pub struct OwnerRef<S = String> {
     /// The owner's UID.
     pub uid: Text<S>,
@@ -110,7 +110,7 @@ pub struct OwnerRef<S = String> {
 
 /// One managedFields entry, read only for `spec.suspend` and `spec.active`.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson"))]
 pub struct ManagedFields<S = String> {
     /// The field manager.
     pub manager: Text<S>,
@@ -144,7 +144,7 @@ pub struct SpecFields {
 
 /// The union of the spec fields classification reads.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson"))]
 pub(crate) struct RawSpec<S = String> {
     /// TrainJob: `spec.suspend`.
     pub suspend: Flag,
@@ -162,7 +162,7 @@ pub(crate) struct RawSpec<S = String> {
 
 /// A TrainJob's `spec.runtimeRef`.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, bound(deserialize = "S: FromJson"))]
 pub struct RuntimeRef<S = String> {
     /// The runtime's kind (the API's default is `ClusterTrainingRuntime`).
     pub kind: Text<S>,
@@ -172,7 +172,7 @@ pub struct RuntimeRef<S = String> {
 
 /// A Node's taint.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson"))]
 pub struct Taint<S = String> {
     /// The key.
     pub key: Text<S>,
@@ -184,7 +184,7 @@ pub struct Taint<S = String> {
 
 /// The union of the status fields classification reads.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson"))]
 pub(crate) struct RawStatus<S = String> {
     /// Every kind: `status.conditions`.
     pub conditions: List<Condition<S>>,
@@ -198,7 +198,7 @@ pub(crate) struct RawStatus<S = String> {
 
 /// One condition of any kind.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson"))]
 pub struct Condition<S = String> {
     /// The type.
     #[serde(rename = "type")]
@@ -222,7 +222,7 @@ impl<S: Str> Condition<S> {
 
 /// One container's status.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson"))]
 pub struct ContainerStatus<S = String> {
     /// The container's name.
     pub name: Text<S>,
@@ -235,7 +235,7 @@ pub struct ContainerStatus<S = String> {
 
 /// A container state: waiting, running or terminated.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, bound(deserialize = "S: FromJson"))]
 pub struct ContainerState<S = String> {
     /// Waiting, with why.
     pub waiting: Obj<Box<Waiting<S>>>,
@@ -245,7 +245,7 @@ pub struct ContainerState<S = String> {
 
 /// `state.waiting`.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, bound(deserialize = "S: FromJson"))]
 pub struct Waiting<S = String> {
     /// Why it waits.
     pub reason: Text<S>,
@@ -255,7 +255,7 @@ pub struct Waiting<S = String> {
 
 /// `state.terminated`.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson"))]
 pub struct Terminated<S = String> {
     /// The exit code.
     pub exit_code: Int,
@@ -269,7 +269,7 @@ pub struct Terminated<S = String> {
 
 /// One entry of a Workload's `status.admissionChecks`.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, bound(deserialize = "S: FromJson<'de>"))]
+#[serde(default, bound(deserialize = "S: FromJson"))]
 pub struct AdmissionCheck<S = String> {
     /// The check's name.
     pub name: Text<S>,

@@ -41,6 +41,16 @@ impl<S> Default for Snapshot<S> {
     }
 }
 
+/// `to` and then `more`: `more` itself when `to` is empty (a dump's hundreds of
+/// thousands of pods are not moved to be added to nothing).
+fn append<T>(to: &mut Vec<T>, mut more: Vec<T>) {
+    if to.is_empty() {
+        std::mem::swap(to, &mut more);
+    } else {
+        to.append(&mut more);
+    }
+}
+
 impl<S: Str> Snapshot<S> {
     /// Adds one live object to the vector of its kind; other kinds are dropped.
     pub fn push(&mut self, view: View<S>) {
@@ -57,12 +67,12 @@ impl<S: Str> Snapshot<S> {
 
     /// Adds every object of `other`.
     pub fn extend(&mut self, other: Snapshot<S>) {
-        self.train_jobs.extend(other.train_jobs);
-        self.job_sets.extend(other.job_sets);
-        self.workloads.extend(other.workloads);
-        self.pods.extend(other.pods);
-        self.captured_pods.extend(other.captured_pods);
-        self.nodes.extend(other.nodes);
-        self.runtimes.extend(other.runtimes);
+        append(&mut self.train_jobs, other.train_jobs);
+        append(&mut self.job_sets, other.job_sets);
+        append(&mut self.workloads, other.workloads);
+        append(&mut self.pods, other.pods);
+        append(&mut self.captured_pods, other.captured_pods);
+        append(&mut self.nodes, other.nodes);
+        append(&mut self.runtimes, other.runtimes);
     }
 }

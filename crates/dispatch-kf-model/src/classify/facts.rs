@@ -2,13 +2,12 @@
 //! JobSet, its Workload, its pods, its execution and the hold on its held object.
 
 use crate::lenient::Str;
-use std::collections::HashMap;
 
 use dispatch_core::{Execution, JobId};
 
 use super::ClassifyOptions;
 use super::execution;
-use super::index::{Index, PodRef};
+use super::index::{Index, Map, PodRef};
 use crate::keys;
 use crate::mode::Mode;
 use crate::names;
@@ -35,7 +34,7 @@ pub(crate) struct Facts<'a, S> {
     /// The hold instance in force, when the annotation is a canonical decimal.
     pub(crate) hold_instance: Option<u64>,
     /// Nodes by name.
-    pub(crate) nodes: &'a HashMap<&'a str, &'a Node<S>>,
+    pub(crate) nodes: &'a Map<&'a str, &'a Node<S>>,
 }
 
 impl<'a, S: Str> Facts<'a, S> {

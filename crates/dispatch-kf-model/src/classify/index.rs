@@ -4,6 +4,8 @@
 use crate::lenient::Str;
 use std::collections::HashMap;
 
+use foldhash::fast::FixedState;
+
 use dispatch_core::Execution;
 
 use super::execution;
@@ -38,8 +40,12 @@ impl<S: Str> PodRef<'_, S> {
     }
 }
 
+/// The index's maps: hashed with a fixed seed (the model draws no randomness; nothing
+/// read depends on the order of a map).
+pub(crate) type Map<K, V> = HashMap<K, V, FixedState>;
+
 /// A map by namespace, then by a second key.
-type ByNs<'a, V> = HashMap<&'a str, HashMap<&'a str, V>>;
+type ByNs<'a, V> = Map<&'a str, Map<&'a str, V>>;
 
 fn get2<'m, 'a, V>(map: &'m ByNs<'a, V>, ns: &str, key: &str) -> Option<&'m V> {
     map.get(ns)?.get(key)
@@ -51,12 +57,12 @@ pub(crate) struct Index<'a, S> {
     pub(crate) pods: Vec<PodRef<'a, S>>,
     by_jobset: ByNs<'a, Vec<usize>>,
     /// By namespace, then `<job-id>/<submission>` labels.
-    by_job: HashMap<&'a str, HashMap<(&'a str, &'a str), Vec<usize>>>,
+    by_job: Map<&'a str, Map<(&'a str, &'a str), Vec<usize>>>,
     job_sets: ByNs<'a, &'a JobSet<S>>,
     workloads: ByNs<'a, Vec<&'a Workload<S>>>,
     train_jobs: ByNs<'a, Vec<&'a TrainJob<S>>>,
     /// Nodes by name.
-    pub(crate) nodes: HashMap<&'a str, &'a Node<S>>,
+    pub(crate) nodes: Map<&'a str, &'a Node<S>>,
 }
 
 impl<'a, S: Str> Index<'a, S> {
@@ -68,8 +74,8 @@ impl<'a, S: Str> Index<'a, S> {
             .chain(captured)
             .map(|(pod, captured)| PodRef { pod, captured, exec: execution::of_pod(pod) })
             .collect();
-        let mut by_jobset: ByNs<'a, Vec<usize>> = HashMap::new();
-        let mut by_job: HashMap<&str, HashMap<(&str, &str), Vec<usize>>> = HashMap::new();
+        let mut by_jobset: ByNs<'a, Vec<usize>> = Map::default();
+        let mut by_job: Map<&str, Map<(&str, &str), Vec<usize>>> = Map::default();
         for (i, p) in pods.iter().enumerate() {
             let meta = &p.pod.meta;
             if let Some(js) = meta.label(keys::JOBSET_NAME) {
@@ -81,17 +87,17 @@ impl<'a, S: Str> Index<'a, S> {
                 by_job.entry(meta.namespace()).or_default().entry((id, n)).or_default().push(i);
             }
         }
-        let mut job_sets: ByNs<'a, &JobSet<S>> = HashMap::new();
+        let mut job_sets: ByNs<'a, &JobSet<S>> = Map::default();
         for js in &snapshot.job_sets {
             job_sets.entry(js.meta.namespace()).or_default().entry(js.meta.name()).or_insert(js);
         }
-        let mut workloads: ByNs<'a, Vec<&Workload<S>>> = HashMap::new();
+        let mut workloads: ByNs<'a, Vec<&Workload<S>>> = Map::default();
         for w in &snapshot.workloads {
             if let Some(uid) = w.meta.label(keys::KUEUE_JOB_UID) {
                 workloads.entry(w.meta.namespace()).or_default().entry(uid).or_default().push(w);
             }
         }
-        let mut train_jobs: ByNs<'a, Vec<&TrainJob<S>>> = HashMap::new();
+        let mut train_jobs: ByNs<'a, Vec<&TrainJob<S>>> = Map::default();
         for tj in &snapshot.train_jobs {
             let by_name = train_jobs.entry(tj.meta.namespace()).or_default();
             by_name.entry(tj.meta.name()).or_default().push(tj);

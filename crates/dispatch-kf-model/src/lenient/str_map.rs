@@ -7,7 +7,12 @@ use std::marker::PhantomData;
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::{FromJson, Str, Text};
+use smallvec::SmallVec;
+
+use super::{FromJson, Str, Text, exact};
+
+/// How many keys a map keeps at most.
+const KEPT: usize = crate::keys::READ_BY_CLASSIFICATION.len();
 
 /// A map of strings (labels, annotations) that keeps only the keys classification reads
 /// ([`crate::keys::READ_BY_CLASSIFICATION`]) and only when their value is a string; a
@@ -30,14 +35,6 @@ impl<S: Str> StrMap<S> {
     pub fn get(&self, key: &str) -> Option<&str> {
         self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_ref())
     }
-
-    /// Sets `key` to `value`, replacing an earlier value.
-    fn insert(&mut self, key: &'static str, value: S) {
-        match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => self.0.push((key, value)),
-        }
-    }
 }
 
 /// A map key: which of the kept keys it is, if any.
@@ -51,7 +48,9 @@ impl<'de> Visitor<'de> for KeptKeyVisitor {
         f.write_str("a string key")
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<KeptKey, E> {
-        Ok(KeptKey(crate::keys::READ_BY_CLASSIFICATION.iter().copied().find(|k| *k == v)))
+        // Lengths first: most keys of a map are of none of the kept lengths.
+        let kept = crate::keys::READ_BY_CLASSIFICATION.iter().copied();
+        Ok(KeptKey(kept.filter(|k| k.len() == v.len()).find(|k| *k == v)))
     }
 }
 
@@ -63,18 +62,23 @@ impl<'de> Deserialize<'de> for KeptKey {
 
 struct StrMapVisitor<S>(PhantomData<S>);
 
-impl<'de, S: FromJson<'de>> Visitor<'de> for StrMapVisitor<S> {
+impl<'de, S: FromJson> Visitor<'de> for StrMapVisitor<S> {
     type Value = StrMap<S>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrMap<S>, A::Error> {
-        let mut out = StrMap::default();
+        // At most one entry per kept key: gathered on the stack, then moved into one
+        // allocation of their number.
+        let mut out = SmallVec::<[(&'static str, S); KEPT]>::new();
         while let Some(KeptKey(key)) = map.next_key::<KeptKey>()? {
             match key {
                 Some(key) => {
                     if let Text(Some(value)) = map.next_value::<Text<S>>()? {
-                        out.insert(key, value);
+                        match out.iter_mut().find(|(k, _)| *k == key) {
+                            Some(slot) => slot.1 = value,
+                            None => out.push((key, value)),
+                        }
                     }
                 }
                 None => {
@@ -82,14 +86,13 @@ impl<'de, S: FromJson<'de>> Visitor<'de> for StrMapVisitor<S> {
                 }
             }
         }
-        out.0.shrink_to_fit();
-        Ok(out)
+        Ok(StrMap(exact(&mut out)))
     }
     absent_for!(scalars);
     absent_for!(seq);
 }
 
-impl<'de, S: FromJson<'de>> Deserialize<'de> for StrMap<S> {
+impl<'de, S: FromJson> Deserialize<'de> for StrMap<S> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(StrMapVisitor(PhantomData))
     }

@@ -1,0 +1,154 @@
+//! [`Shared`]: text read once and held by every view that reads the same string, for a
+//! reader that keeps a whole dump ([`crate::dump::Reader`]). In a dump the same
+//! namespace, label values, phases, condition types, reasons and times stand in
+//! thousands of objects; each is kept once, and a view holds a pointer to it.
+//!
+//! While a reader reads, it lends its [`Interner`] to the thread ([`Interner::lend`]),
+//! and every `Shared` read on that thread comes from it; read with none lent, a
+//! `Shared` is a string of its own. The interner is a table of what was read, with a
+//! fixed hash (no seed drawn), and leaves with the reader.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::hash::BuildHasher;
+use std::rc::Rc;
+
+use foldhash::fast::FixedState;
+use hashbrown::HashTable;
+
+use super::{FromJson, Str};
+
+/// Text that views of one reader share: a counted pointer to one copy of the string.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Shared(Rc<str>);
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared(Rc::from(""))
+    }
+}
+
+impl AsRef<str> for Shared {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl Str for Shared {}
+
+impl FromJson for Shared {
+    fn from_json(s: &str) -> Self {
+        intern(s)
+    }
+}
+
+/// The strings one reader has read, each once, and the last few read, looked at
+/// first: a dump repeats most strings near where they last stood (a job's objects
+/// together, one namespace throughout), and the few fit where the processor looks
+/// fastest.
+pub(crate) struct Interner {
+    table: HashTable<Rc<str>>,
+    recent: Vec<Option<Rc<str>>>,
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        Interner { table: HashTable::new(), recent: vec![None; RECENT] }
+    }
+}
+
+/// How many recent strings are looked at first (each one slot, by its hash).
+const RECENT: usize = 1 << 10;
+
+impl Interner {
+    fn intern(&mut self, s: &str) -> Shared {
+        let hash = FixedState::default().hash_one(s);
+        let recent = &mut self.recent[hash as usize % RECENT];
+        if let Some(kept) = recent.as_ref().filter(|kept| ***kept == *s) {
+            return Shared(Rc::clone(kept));
+        }
+        let kept = match self.table.find(hash, |kept| **kept == *s) {
+            Some(kept) => Rc::clone(kept),
+            None => {
+                let kept: Rc<str> = Rc::from(s);
+                let rehash = |kept: &Rc<str>| FixedState::default().hash_one(&**kept);
+                self.table.insert_unique(hash, Rc::clone(&kept), rehash);
+                kept
+            }
+        };
+        *recent = Some(Rc::clone(&kept));
+        Shared(kept)
+    }
+}
+
+thread_local! {
+    /// The interner lent to this thread, while a reader reads.
+    static LENT: RefCell<Option<Interner>> = const { RefCell::new(None) };
+}
+
+impl Interner {
+    /// Runs `read` with this interner answering for every [`Shared`] read on this
+    /// thread, and takes it back after (also when `read` panics). A reader lent one
+    /// while another's is lent (a reader read from within a read) puts the other's back.
+    pub(crate) fn lend<R>(&mut self, read: impl FnOnce() -> R) -> R {
+        struct TakeBack<'a> {
+            owner: &'a mut Interner,
+            outer: Option<Interner>,
+        }
+        impl Drop for TakeBack<'_> {
+            fn drop(&mut self) {
+                let outer = self.outer.take();
+                let mine = LENT.with(|slot| std::mem::replace(&mut *slot.borrow_mut(), outer));
+                *self.owner = mine.unwrap_or_default();
+            }
+        }
+        let mine = std::mem::take(self);
+        let outer = LENT.with(|slot| slot.borrow_mut().replace(mine));
+        let _take_back = TakeBack { owner: self, outer };
+        read()
+    }
+}
+
+fn intern(s: &str) -> Shared {
+    LENT.with(|slot| match slot.borrow_mut().as_mut() {
+        Some(interner) => interner.intern(s),
+        None => Shared(Rc::from(s)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_read_while_an_interner_is_lent_is_kept_once() {
+        let mut interner = Interner::default();
+        let (a, b) = interner.lend(|| (Shared::from_json("team-a"), Shared::from_json("team-a")));
+        assert!(Rc::ptr_eq(&a.0, &b.0));
+        assert_eq!(a.as_ref(), "team-a");
+        // Lent again, the same table answers; lent to none, a string is its own.
+        let c = interner.lend(|| Shared::from_json("team-a"));
+        assert!(Rc::ptr_eq(&a.0, &c.0));
+        let d = Shared::from_json("team-a");
+        assert!(!Rc::ptr_eq(&a.0, &d.0) && a == d);
+    }
+
+    #[test]
+    fn a_reader_lent_within_another_puts_the_outer_interner_back() {
+        let (mut outer, mut inner) = (Interner::default(), Interner::default());
+        let (x, y, z) = outer.lend(|| {
+            let x = Shared::from_json("x");
+            let y = inner.lend(|| Shared::from_json("x"));
+            (x, y, Shared::from_json("x"))
+        });
+        assert!(!Rc::ptr_eq(&x.0, &y.0) && Rc::ptr_eq(&x.0, &z.0));
+        assert_eq!((outer.table.len(), inner.table.len()), (1, 1));
+        assert!(LENT.with(|slot| slot.borrow().is_none()));
+    }
+}
