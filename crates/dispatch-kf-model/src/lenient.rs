@@ -73,6 +73,13 @@ impl Str for String {}
 pub trait FromJson: Str {
     /// The text of the string (escapes undone).
     fn from_json(s: &str) -> Self;
+
+    /// The text of a string that stands once in its input (an object's own name and
+    /// UID, [`unique`]): one that text shared among views need not look for among the
+    /// strings read before.
+    fn from_json_once(s: &str) -> Self {
+        Self::from_json(s)
+    }
 }
 
 impl FromJson for String {
@@ -150,6 +157,23 @@ impl<'de, S: FromJson> Deserialize<'de> for Text<S> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(ScalarVisitor(PhantomData))
     }
+}
+
+/// A string field whose value stands once in its input, read as a [`Text`] is
+/// ([`FromJson::from_json_once`]): `#[serde(deserialize_with = "unique")]`.
+pub(crate) fn unique<'de, D: Deserializer<'de>, S: FromJson>(d: D) -> Result<Text<S>, D::Error> {
+    struct Once<S>(Text<S>);
+    impl<S> Default for Once<S> {
+        fn default() -> Self {
+            Once(Text(None))
+        }
+    }
+    impl<S: FromJson> Scalar for Once<S> {
+        fn from_str(s: &str) -> Self {
+            Once(Text(Some(S::from_json_once(s))))
+        }
+    }
+    d.deserialize_any(ScalarVisitor::<Once<S>>(PhantomData)).map(|once| once.0)
 }
 
 /// A boolean field: absent unless the value is `true` or `false`.
@@ -243,11 +267,11 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
 /// A list of objects: keeps the elements that are JSON objects; a value that is not a
 /// list is an empty list.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct List<T>(pub Vec<T>);
+pub struct List<T>(pub Box<[T]>);
 
 impl<T> Default for List<T> {
     fn default() -> Self {
-        List(Vec::new())
+        List(Box::new([]))
     }
 }
 
@@ -265,7 +289,7 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ListVisitor<T> {
         while let Some(Obj(item)) = seq.next_element::<Obj<T>>()? {
             out.extend(item);
         }
-        Ok(List(exact(&mut out)))
+        Ok(List(exact(&mut out).into_boxed_slice()))
     }
     absent_for!(scalars);
     absent_for!(map);
@@ -323,7 +347,7 @@ mod tests {
         assert_eq!(p.l.0.len(), 2);
         assert_eq!(p.l.0[0].x.get(), Some("a"));
         assert_eq!(p.l.0[1].x.get(), None);
-        assert_eq!(p.m.0.len(), 1);
+        assert_eq!(p.m.len(), 1);
         assert_eq!(p.m.get("dispatch.phpboyscout.uk/job-id"), Some("1"));
     }
 
@@ -337,6 +361,6 @@ mod tests {
         assert!(p.b.is_true());
         assert_eq!(p.i.0, Some(-137));
         assert_eq!(p.o.get().and_then(|o| o.x.get()), Some("y"));
-        assert!(p.l.0.is_empty() && p.m.0.is_empty());
+        assert!(p.l.0.is_empty() && p.m.is_empty());
     }
 }

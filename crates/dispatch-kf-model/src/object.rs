@@ -8,7 +8,7 @@
 use serde::Deserialize;
 
 use crate::last_setters::LastSetters;
-use crate::lenient::{Flag, FromJson, Int, List, Obj, Present, Str, StrMap, Text};
+use crate::lenient::{Flag, FromJson, Int, List, Obj, Present, Str, StrMap, Text, unique};
 
 /// One object of any kind, as read from a dump.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -31,10 +31,12 @@ pub(crate) struct RawObject<S = String> {
 #[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson"))]
 pub struct Meta<S = String> {
     /// The name.
+    #[serde(deserialize_with = "unique")]
     pub name: Text<S>,
     /// The namespace (absent on Nodes).
     pub namespace: Text<S>,
     /// The UID.
+    #[serde(deserialize_with = "unique")]
     pub uid: Text<S>,
     /// The resource version it was read at (a watch resumes from the last one seen).
     pub resource_version: Text<S>,

@@ -19,7 +19,7 @@ pub struct TrainJob<S = String> {
     /// `spec.runtimeRef`, when it is an object.
     pub runtime_ref: Option<RuntimeRef<S>>,
     /// `status.conditions`.
-    pub conditions: Vec<Condition<S>>,
+    pub conditions: Box<[Condition<S>]>,
 }
 
 /// What classification reads of a JobSet.
@@ -28,7 +28,7 @@ pub struct JobSet<S = String> {
     /// Its metadata.
     pub meta: Meta<S>,
     /// `status.conditions`.
-    pub conditions: Vec<Condition<S>>,
+    pub conditions: Box<[Condition<S>]>,
 }
 
 /// What classification reads of a Kueue Workload.
@@ -39,9 +39,9 @@ pub struct Workload<S = String> {
     /// `spec.active` (absent means true).
     pub active: Flag,
     /// `status.conditions`.
-    pub conditions: Vec<Condition<S>>,
+    pub conditions: Box<[Condition<S>]>,
     /// `status.admissionChecks`.
-    pub admission_checks: Vec<AdmissionCheck<S>>,
+    pub admission_checks: Box<[AdmissionCheck<S>]>,
 }
 
 /// What classification reads of a pod, live or captured.
@@ -54,9 +54,9 @@ pub struct Pod<S = String> {
     /// `status.phase`.
     pub phase: Text<S>,
     /// `status.conditions`.
-    pub conditions: Vec<Condition<S>>,
+    pub conditions: Box<[Condition<S>]>,
     /// `status.containerStatuses`.
-    pub container_statuses: Vec<ContainerStatus<S>>,
+    pub container_statuses: Box<[ContainerStatus<S>]>,
 }
 
 impl<S: Str> Pod<S> {
@@ -77,9 +77,9 @@ pub struct Node<S = String> {
     /// Its metadata.
     pub meta: Meta<S>,
     /// `spec.taints`.
-    pub taints: Vec<Taint<S>>,
+    pub taints: Box<[Taint<S>]>,
     /// `status.conditions`.
-    pub conditions: Vec<Condition<S>>,
+    pub conditions: Box<[Condition<S>]>,
 }
 
 /// What classification reads of a runtime copy (a namespaced TrainingRuntime).

@@ -46,6 +46,10 @@ impl FromJson for Shared {
     fn from_json(s: &str) -> Self {
         intern(s)
     }
+
+    fn from_json_once(s: &str) -> Self {
+        Shared(Rc::from(s))
+    }
 }
 
 /// The strings one reader has read, each once, and the last few read, looked at
@@ -53,7 +57,7 @@ impl FromJson for Shared {
 /// together, one namespace throughout), and the few fit where the processor looks
 /// fastest.
 pub(crate) struct Interner {
-    table: HashTable<Rc<str>>,
+    table: HashTable<(u64, Rc<str>)>,
     recent: Vec<Option<Rc<str>>>,
 }
 
@@ -68,23 +72,35 @@ const RECENT: usize = 1 << 10;
 
 impl Interner {
     fn intern(&mut self, s: &str) -> Shared {
-        let hash = FixedState::default().hash_one(s);
-        let recent = &mut self.recent[hash as usize % RECENT];
+        let recent = &mut self.recent[glance(s.as_bytes())];
         if let Some(kept) = recent.as_ref().filter(|kept| ***kept == *s) {
             return Shared(Rc::clone(kept));
         }
-        let kept = match self.table.find(hash, |kept| **kept == *s) {
-            Some(kept) => Rc::clone(kept),
+        let hash = FixedState::default().hash_one(s);
+        let kept = match self.table.find(hash, |(_, kept)| **kept == *s) {
+            Some((_, kept)) => Rc::clone(kept),
             None => {
                 let kept: Rc<str> = Rc::from(s);
-                let rehash = |kept: &Rc<str>| FixedState::default().hash_one(&**kept);
-                self.table.insert_unique(hash, Rc::clone(&kept), rehash);
+                // Each string's hash is kept beside it, so that the table grows
+                // without reading its strings again.
+                self.table.insert_unique(hash, (hash, Rc::clone(&kept)), |(hash, _)| *hash);
                 kept
             }
         };
         *recent = Some(Rc::clone(&kept));
         Shared(kept)
     }
+}
+
+/// The recent slot of a string, from its length and its first and last eight bytes:
+/// a glance, cheaper than a hash of every byte (strings that share it only miss the
+/// recent slot and are looked up in the table).
+fn glance(s: &[u8]) -> usize {
+    let word = |b: &[u8]| b.iter().fold(0u64, |w, &x| w << 8 | u64::from(x));
+    let n = s.len();
+    let (head, tail) = (word(&s[..n.min(8)]), word(&s[n.saturating_sub(8)..]));
+    let mixed = (head ^ tail.rotate_left(29) ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (mixed >> (64 - RECENT.trailing_zeros())) as usize
 }
 
 thread_local! {

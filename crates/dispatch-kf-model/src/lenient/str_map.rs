@@ -7,38 +7,57 @@ use std::marker::PhantomData;
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use smallvec::SmallVec;
+use super::{FromJson, Str, Text};
 
-use super::{FromJson, Str, Text, exact};
+/// The keys a map keeps, by their place in this list.
+const KEPT: [&str; 10] = crate::keys::READ_BY_CLASSIFICATION;
 
-/// How many keys a map keeps at most.
-const KEPT: usize = crate::keys::READ_BY_CLASSIFICATION.len();
+/// The place of `key` among the [`KEPT`] keys. Lengths first: most keys of a map have
+/// none of the kept lengths.
+fn place(key: &str) -> Option<usize> {
+    KEPT.iter().position(|k| k.len() == key.len() && *k == key)
+}
 
 /// A map of strings (labels, annotations) that keeps only the keys classification reads
 /// ([`crate::keys::READ_BY_CLASSIFICATION`]) and only when their value is a string; a
 /// value that is not an object is an empty map. Other entries are skipped unread.
 ///
-/// The few kept entries sit in a list rather than a tree: an object keeps at most ten,
-/// and a tree's node would cost more than all of them. A key given twice keeps its last
-/// value, as a JSON object read into a map does.
+/// Which of the kept keys are there is a mask of their places; their values follow in
+/// that order, in one allocation of their number (none for a map that keeps nothing).
+/// A key given twice keeps its last value, as a JSON object read into a map does.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StrMap<S = String>(pub Vec<(&'static str, S)>);
+pub struct StrMap<S = String> {
+    kept: u16,
+    values: Box<[S]>,
+}
 
 impl<S> Default for StrMap<S> {
     fn default() -> Self {
-        StrMap(Vec::new())
+        StrMap { kept: 0, values: Box::new([]) }
     }
 }
 
 impl<S: Str> StrMap<S> {
     /// The value under `key`, when there is a string one.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_ref())
+        let bit = 1u16 << place(key)?;
+        let before = (self.kept & (bit - 1)).count_ones() as usize;
+        (self.kept & bit != 0).then(|| self.values[before].as_ref())
+    }
+
+    /// How many keys the map keeps.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether the map keeps no key.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
     }
 }
 
-/// A map key: which of the kept keys it is, if any.
-struct KeptKey(Option<&'static str>);
+/// A map key: its place among the kept keys, if it is one.
+struct KeptKey(Option<usize>);
 
 struct KeptKeyVisitor;
 
@@ -48,9 +67,7 @@ impl<'de> Visitor<'de> for KeptKeyVisitor {
         f.write_str("a string key")
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<KeptKey, E> {
-        // Lengths first: most keys of a map are of none of the kept lengths.
-        let kept = crate::keys::READ_BY_CLASSIFICATION.iter().copied();
-        Ok(KeptKey(kept.filter(|k| k.len() == v.len()).find(|k| *k == v)))
+        Ok(KeptKey(place(v)))
     }
 }
 
@@ -68,17 +85,13 @@ impl<'de, S: FromJson> Visitor<'de> for StrMapVisitor<S> {
         f.write_str("any JSON value")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrMap<S>, A::Error> {
-        // At most one entry per kept key: gathered on the stack, then moved into one
-        // allocation of their number.
-        let mut out = SmallVec::<[(&'static str, S); KEPT]>::new();
-        while let Some(KeptKey(key)) = map.next_key::<KeptKey>()? {
-            match key {
-                Some(key) => {
+        // Gathered by place on the stack, then moved into one allocation.
+        let mut found: [Option<S>; KEPT.len()] = Default::default();
+        while let Some(KeptKey(place)) = map.next_key::<KeptKey>()? {
+            match place {
+                Some(place) => {
                     if let Text(Some(value)) = map.next_value::<Text<S>>()? {
-                        match out.iter_mut().find(|(k, _)| *k == key) {
-                            Some(slot) => slot.1 = value,
-                            None => out.push((key, value)),
-                        }
+                        found[place] = Some(value);
                     }
                 }
                 None => {
@@ -86,7 +99,10 @@ impl<'de, S: FromJson> Visitor<'de> for StrMapVisitor<S> {
                 }
             }
         }
-        Ok(StrMap(exact(&mut out)))
+        let kept = found.iter().rev().fold(0u16, |mask, v| mask << 1 | u16::from(v.is_some()));
+        let mut values = Vec::with_capacity(kept.count_ones() as usize);
+        values.extend(found.into_iter().flatten());
+        Ok(StrMap { kept, values: values.into_boxed_slice() })
     }
     absent_for!(scalars);
     absent_for!(seq);
