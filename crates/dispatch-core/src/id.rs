@@ -14,17 +14,37 @@ pub struct JobId(String);
 /// Crockford's base32 alphabet: digits and upper-case letters without I, L, O and U.
 const CROCKFORD: &str = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
+/// Whether a byte is one of [`CROCKFORD`]'s, by the byte.
+const IS_CROCKFORD: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < CROCKFORD.len() {
+        table[CROCKFORD.as_bytes()[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 impl JobId {
     /// The number of characters in a canonical ULID.
     pub const LEN: usize = 26;
 
     /// Parses a canonical ULID, refusing anything else with `Invalid`.
     pub fn parse(s: &str) -> Result<JobId, Error> {
+        Self::check(s).map(|()| JobId(s.to_owned()))
+    }
+
+    /// Parses a canonical ULID as [`JobId::parse`] does, keeping the text it is given.
+    pub fn parse_owned(s: String) -> Result<JobId, Error> {
+        Self::check(&s).map(|()| JobId(s))
+    }
+
+    fn check(s: &str) -> Result<(), Error> {
         let valid = s.len() == Self::LEN
-            && s.bytes().all(|b| CROCKFORD.as_bytes().contains(&b))
+            && s.bytes().all(|b| IS_CROCKFORD[usize::from(b)])
             && (b'0'..=b'7').contains(&s.as_bytes()[0]);
         if valid {
-            Ok(JobId(s.to_owned()))
+            Ok(())
         } else {
             Err(Error::invalid(format!(
                 "job id {s:?} is not a valid JobID: want a canonical ULID (26 upper-case Crockford base32 characters, the first 0 to 7)"

@@ -29,7 +29,7 @@ pub fn parse(name: &str) -> Option<(JobId, u32)> {
     if id.bytes().any(|b| b.is_ascii_uppercase()) {
         return None;
     }
-    let job = JobId::parse(&id.to_ascii_uppercase()).ok()?;
+    let job = JobId::parse_owned(id.to_ascii_uppercase()).ok()?;
     let submission = parse_canonical_decimal(digits)?;
     let submission = u32::try_from(submission).ok().filter(|n| (1..=MAX_SUBMISSION).contains(n))?;
     Some((job, submission))

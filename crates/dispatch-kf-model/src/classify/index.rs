@@ -3,8 +3,11 @@
 
 use crate::lenient::Str;
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::hash::Hash;
 
 use foldhash::fast::FixedState;
+use smallvec::SmallVec;
 
 use dispatch_core::Execution;
 
@@ -44,20 +47,65 @@ impl<S: Str> PodRef<'_, S> {
 /// read depends on the order of a map).
 pub(crate) type Map<K, V> = HashMap<K, V, FixedState>;
 
-/// A map by namespace, then by a second key.
-type ByNs<'a, V> = Map<&'a str, Map<&'a str, V>>;
+/// A map by namespace and a second key, hashed together: one lookup.
+type ByNs<'a, V> = Map<(&'a str, &'a str), V>;
 
-fn get2<'m, 'a, V>(map: &'m ByNs<'a, V>, ns: &str, key: &str) -> Option<&'m V> {
-    map.get(ns)?.get(key)
+fn get2<'m, V>(map: &'m ByNs<'_, V>, ns: &'m str, key: &'m str) -> Option<&'m V> {
+    map.get(&(ns, key))
+}
+
+/// A map with room for `n` keys from the start: it never grows, so no key is hashed
+/// twice.
+fn map_for<K, V>(n: usize) -> Map<K, V> {
+    Map::with_capacity_and_hasher(n, FixedState::default())
+}
+
+/// Pods grouped by a key, each group in the order its pods were added, with no vector
+/// of its own: a group is its first and last pod, and each pod names the next.
+struct Groups<K> {
+    ends: Map<K, (u32, u32)>,
+    next: Vec<u32>,
+}
+
+impl<K: Hash + Eq> Groups<K> {
+    /// The end of a group.
+    const END: u32 = u32::MAX;
+
+    /// Groups of `pods` pods at most.
+    fn new(pods: usize) -> Self {
+        Groups { ends: Map::default(), next: vec![Self::END; pods] }
+    }
+
+    /// Adds pod `pod` (the last added so far) to the group of `key`.
+    fn add(&mut self, key: K, pod: usize) {
+        let pod = pod as u32;
+        match self.ends.entry(key) {
+            Entry::Occupied(mut group) => {
+                let last = &mut group.get_mut().1;
+                self.next[*last as usize] = pod;
+                *last = pod;
+            }
+            Entry::Vacant(group) => {
+                group.insert((pod, pod));
+            }
+        }
+    }
+
+    /// The pods of `key`'s group, in the order they were added.
+    fn of(&self, key: &K) -> impl Iterator<Item = usize> + '_ {
+        let first = self.ends.get(key).map(|&(first, _)| first);
+        let next = |&i: &u32| Some(self.next[i as usize]).filter(|&n| n != Self::END);
+        std::iter::successors(first, next).map(|i| i as usize)
+    }
 }
 
 /// Lookups over one snapshot.
 pub(crate) struct Index<'a, S> {
     /// Every pod, live first, then captured.
     pub(crate) pods: Vec<PodRef<'a, S>>,
-    by_jobset: ByNs<'a, Vec<usize>>,
-    /// By namespace, then `<job-id>/<submission>` labels.
-    by_job: Map<&'a str, Map<(&'a str, &'a str), Vec<usize>>>,
+    by_jobset: Groups<(&'a str, &'a str)>,
+    /// By namespace and `<job-id>/<submission>` labels.
+    by_job: Groups<(&'a str, (&'a str, &'a str))>,
     job_sets: ByNs<'a, &'a JobSet<S>>,
     workloads: ByNs<'a, Vec<&'a Workload<S>>>,
     train_jobs: ByNs<'a, Vec<&'a TrainJob<S>>>,
@@ -74,33 +122,32 @@ impl<'a, S: Str> Index<'a, S> {
             .chain(captured)
             .map(|(pod, captured)| PodRef { pod, captured, exec: execution::of_pod(pod) })
             .collect();
-        let mut by_jobset: ByNs<'a, Vec<usize>> = Map::default();
-        let mut by_job: Map<&str, Map<(&str, &str), Vec<usize>>> = Map::default();
+        let mut by_jobset = Groups::new(pods.len());
+        let mut by_job = Groups::new(pods.len());
         for (i, p) in pods.iter().enumerate() {
             let meta = &p.pod.meta;
             if let Some(js) = meta.label(keys::JOBSET_NAME) {
-                by_jobset.entry(meta.namespace()).or_default().entry(js).or_default().push(i);
+                by_jobset.add((meta.namespace(), js), i);
             }
             if let (Some(id), Some(n)) =
                 (meta.label(keys::LABEL_JOB_ID), meta.label(keys::LABEL_SUBMISSION))
             {
-                by_job.entry(meta.namespace()).or_default().entry((id, n)).or_default().push(i);
+                by_job.add((meta.namespace(), (id, n)), i);
             }
         }
-        let mut job_sets: ByNs<'a, &JobSet<S>> = Map::default();
+        let mut job_sets: ByNs<'a, &JobSet<S>> = map_for(snapshot.job_sets.len());
         for js in &snapshot.job_sets {
-            job_sets.entry(js.meta.namespace()).or_default().entry(js.meta.name()).or_insert(js);
+            job_sets.entry((js.meta.namespace(), js.meta.name())).or_insert(js);
         }
-        let mut workloads: ByNs<'a, Vec<&Workload<S>>> = Map::default();
+        let mut workloads: ByNs<'a, Vec<&Workload<S>>> = map_for(snapshot.workloads.len());
         for w in &snapshot.workloads {
             if let Some(uid) = w.meta.label(keys::KUEUE_JOB_UID) {
-                workloads.entry(w.meta.namespace()).or_default().entry(uid).or_default().push(w);
+                workloads.entry((w.meta.namespace(), uid)).or_default().push(w);
             }
         }
-        let mut train_jobs: ByNs<'a, Vec<&TrainJob<S>>> = Map::default();
+        let mut train_jobs: ByNs<'a, Vec<&TrainJob<S>>> = map_for(snapshot.train_jobs.len());
         for tj in &snapshot.train_jobs {
-            let by_name = train_jobs.entry(tj.meta.namespace()).or_default();
-            by_name.entry(tj.meta.name()).or_default().push(tj);
+            train_jobs.entry((tj.meta.namespace(), tj.meta.name())).or_default().push(tj);
         }
         let nodes = snapshot.nodes.iter().map(|n| (n.meta.name(), n)).collect();
         Index { pods, by_jobset, by_job, job_sets, workloads, train_jobs, nodes }
@@ -114,9 +161,9 @@ impl<'a, S: Str> Index<'a, S> {
         jobset: &str,
         job: Option<(&str, &str)>,
     ) -> Vec<PodRef<'a, S>> {
-        let mut ids: Vec<usize> = get2(&self.by_jobset, ns, jobset).cloned().unwrap_or_default();
+        let mut ids: SmallVec<[usize; 16]> = self.by_jobset.of(&(ns, jobset)).collect();
         if let Some(key) = job {
-            ids.extend(self.by_job.get(ns).and_then(|m| m.get(&key)).into_iter().flatten());
+            ids.extend(self.by_job.of(&(ns, key)));
         }
         ids.sort_unstable();
         ids.dedup();
@@ -145,7 +192,7 @@ impl<'a, S: Str> Index<'a, S> {
     }
 
     /// The TrainJobs of a name (several only when merged files disagree).
-    pub(crate) fn train_jobs(&self, ns: &str, name: &str) -> &[&'a TrainJob<S>] {
+    pub(crate) fn train_jobs<'m>(&'m self, ns: &'m str, name: &'m str) -> &'m [&'a TrainJob<S>] {
         get2(&self.train_jobs, ns, name).map_or(&[], Vec::as_slice)
     }
 }

@@ -108,6 +108,10 @@ pub(crate) fn find<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<
         let cause = detail(ObjectKind::JobSet, meta.name(), owner, Vec::new());
         out.push(orphan(ObjectKind::JobSet, meta, state, cause, exec));
     }
+    // A JobSet's pods stand together in a dump: once one is found live by its
+    // `jobset-name` label (a TrainJob of that name, the JobSet no orphan), the next pods
+    // of the same label are too, and are not looked up again.
+    let mut settled: Option<(&str, &str)> = None;
     for pod in &snapshot.pods {
         let meta = &pod.meta;
         let ns = meta.namespace();
@@ -121,7 +125,11 @@ pub(crate) fn find<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<
                 Some(names::make(&job, n))
             })
         };
-        let jobset: Cow<'_, str> = match meta.label(keys::JOBSET_NAME) {
+        let label = meta.label(keys::JOBSET_NAME);
+        if label.is_some() && settled == label.map(|label| (ns, label)) {
+            continue;
+        }
+        let jobset: Cow<'_, str> = match label {
             Some(label) => Cow::Borrowed(label),
             None => match made() {
                 Some(name) => Cow::Owned(name),
@@ -135,11 +143,15 @@ pub(crate) fn find<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<
         // The pod's own name also says whose it is: a label removed must not make it an
         // orphan (a removed label contradicts nothing).
         let named = || names::parse_prefix(meta.name()).map(|(job, n)| names::make(&job, n));
-        let live = has_train_job(&jobset)
+        let by_label = has_train_job(&jobset);
+        let live = by_label
             || made().is_some_and(|n| has_train_job(&n))
             || named().is_some_and(|n| has_train_job(&n));
         let js = index.job_set(ns, &jobset);
         if live && !js.is_some_and(|js| job_set_is_orphan(index, js)) {
+            if by_label {
+                settled = label.map(|label| (ns, label));
+            }
             continue;
         }
         let owner = js.and_then(|js| js.meta.controller()).and_then(|o| o.uid.get());
