@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde::de::Deserializer;
 
 use crate::lenient::{FromJson, List, Obj, Text};
-use crate::object::{Meta, RawObject};
+use crate::object::{Meta, RawObject, ViewKind};
 use crate::view::View;
 
 /// One list answer: its items as views, and the list's resource version.
@@ -34,7 +34,7 @@ pub fn read_list(kind: &str, bytes: &[u8]) -> serde_json::Result<Listed> {
         .0
         .into_iter()
         .map(|mut raw| {
-            raw.kind = Text(Some(kind.to_owned()));
+            raw.kind = ViewKind::of(kind);
             View::from(raw)
         })
         .collect();
@@ -78,8 +78,8 @@ impl Item {
     /// A metadata-only object (`PartialObjectMetadata`) names its own kind, so it reads
     /// as [`View::Other`]: metadata, nothing a rule could mistake for a state.
     pub fn into_view(mut self, kind: &str) -> View {
-        if self.0.kind.get().is_none() {
-            self.0.kind = Text(Some(kind.to_owned()));
+        if self.0.kind == ViewKind::Absent {
+            self.0.kind = ViewKind::of(kind);
         }
         View::from(self.0)
     }

@@ -14,16 +14,77 @@ use crate::lenient::{Flag, FromJson, Int, List, Obj, Present, Str, StrMap, Text,
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson"))]
 pub(crate) struct RawObject<S = String> {
-    /// `apiVersion`.
-    pub api_version: Text<S>,
-    /// `kind`.
-    pub kind: Text<S>,
+    /// `kind`: which view the object reads as (no view reads `apiVersion`).
+    pub kind: ViewKind,
     /// `metadata`.
     pub metadata: Obj<Meta<S>>,
     /// `spec`: the union of the fields read of every kind.
     pub spec: Obj<RawSpec<S>>,
     /// `status`: the union of the fields read of every kind.
     pub status: Obj<RawStatus<S>>,
+}
+
+/// An object's `kind`, as far as which view it reads as: one of the kinds a view is
+/// of, another, or none (`kind` absent or not a string). Read straight from the
+/// string: no text of it is kept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum ViewKind {
+    /// No string `kind`.
+    #[default]
+    Absent,
+    /// `TrainJob`.
+    TrainJob,
+    /// `JobSet`.
+    JobSet,
+    /// `Workload`.
+    Workload,
+    /// `Pod`.
+    Pod,
+    /// `Node`.
+    Node,
+    /// `TrainingRuntime`.
+    TrainingRuntime,
+    /// Any other kind.
+    Other,
+}
+
+impl ViewKind {
+    /// The kind named `name`.
+    pub(crate) fn of(name: &str) -> ViewKind {
+        match name {
+            "TrainJob" => ViewKind::TrainJob,
+            "JobSet" => ViewKind::JobSet,
+            "Workload" => ViewKind::Workload,
+            "Pod" => ViewKind::Pod,
+            "Node" => ViewKind::Node,
+            "TrainingRuntime" => ViewKind::TrainingRuntime,
+            _ => ViewKind::Other,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ViewKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Text::<Tag>::deserialize(d).map(|text| text.0.map_or(ViewKind::Absent, |Tag(kind)| kind))
+    }
+}
+
+/// A `kind` read as [`ViewKind`] through [`Text`]'s leniency.
+#[derive(Clone, Debug, Default)]
+struct Tag(ViewKind);
+
+impl AsRef<str> for Tag {
+    fn as_ref(&self) -> &str {
+        ""
+    }
+}
+
+impl Str for Tag {}
+
+impl FromJson for Tag {
+    fn from_json(s: &str) -> Self {
+        Tag(ViewKind::of(s))
+    }
 }
 
 /// The metadata classification reads.

@@ -4,7 +4,7 @@
 
 use crate::lenient::{Flag, Str, Text};
 use crate::object::{
-    AdmissionCheck, Condition, ContainerStatus, Meta, RawObject, RuntimeRef, Taint,
+    AdmissionCheck, Condition, ContainerStatus, Meta, RawObject, RuntimeRef, Taint, ViewKind,
 };
 
 /// What classification reads of a TrainJob.
@@ -128,33 +128,33 @@ impl<S: Str> From<RawObject<S>> for View<S> {
         let meta = raw.metadata.0.unwrap_or_default();
         let spec = raw.spec.0.unwrap_or_default();
         let status = raw.status.0.unwrap_or_default();
-        match raw.kind.get() {
-            Some("TrainJob") => View::TrainJob(TrainJob {
+        match raw.kind {
+            ViewKind::TrainJob => View::TrainJob(TrainJob {
                 meta,
                 suspend: spec.suspend,
                 managed_by: spec.managed_by,
                 runtime_ref: spec.runtime_ref.0,
                 conditions: status.conditions.0,
             }),
-            Some("JobSet") => View::JobSet(JobSet { meta, conditions: status.conditions.0 }),
-            Some("Workload") => View::Workload(Workload {
+            ViewKind::JobSet => View::JobSet(JobSet { meta, conditions: status.conditions.0 }),
+            ViewKind::Workload => View::Workload(Workload {
                 meta,
                 active: spec.active,
                 conditions: status.conditions.0,
                 admission_checks: status.admission_checks.0,
             }),
-            Some("Pod") => View::Pod(Pod {
+            ViewKind::Pod => View::Pod(Pod {
                 meta,
                 node_name: spec.node_name,
                 phase: status.phase,
                 conditions: status.conditions.0,
                 container_statuses: status.container_statuses.0,
             }),
-            Some("Node") => {
+            ViewKind::Node => {
                 View::Node(Node { meta, taints: spec.taints.0, conditions: status.conditions.0 })
             }
-            Some("TrainingRuntime") => View::RuntimeCopy(RuntimeCopy { meta }),
-            _ => View::Other(meta),
+            ViewKind::TrainingRuntime => View::RuntimeCopy(RuntimeCopy { meta }),
+            ViewKind::Other | ViewKind::Absent => View::Other(meta),
         }
     }
 }

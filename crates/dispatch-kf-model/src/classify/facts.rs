@@ -21,6 +21,8 @@ pub(crate) struct Facts<'a, S> {
     pub(crate) tj: &'a TrainJob<S>,
     /// The job and submission its name encodes, when it is a name dispatch makes.
     pub(crate) named: Option<(JobId, u32)>,
+    /// The same as the `d/job-id` and `d/submission` labels would spell them.
+    pub(crate) named_text: Option<(String, String)>,
     /// The JobSet of its name.
     pub(crate) job_set: Option<&'a JobSet<S>>,
     /// Kueue mode: the Workload labelled with its UID.
@@ -46,11 +48,10 @@ impl<'a, S: Str> Facts<'a, S> {
     ) -> Self {
         let (ns, name) = (tj.meta.namespace(), tj.meta.name());
         let named = names::parse(name);
-        let id_text = named.as_ref().map(|(j, _)| j.to_string());
-        let n_text = named.as_ref().map(|(_, n)| n.to_string());
-        let job = match (&id_text, &n_text) {
-            (Some(id), Some(n)) => Some((id.as_str(), n.as_str())),
-            _ => tj.meta.label(keys::LABEL_JOB_ID).zip(tj.meta.label(keys::LABEL_SUBMISSION)),
+        let named_text = named.as_ref().map(|(j, n)| (j.to_string(), n.to_string()));
+        let job = match &named_text {
+            Some((id, n)) => Some((id.as_str(), n.as_str())),
+            None => tj.meta.label(keys::LABEL_JOB_ID).zip(tj.meta.label(keys::LABEL_SUBMISSION)),
         };
         let pods = index.pods_of(ns, name, job);
         let execution = execution::current(pods.iter().filter_map(|p| p.exec));
@@ -68,6 +69,7 @@ impl<'a, S: Str> Facts<'a, S> {
             options,
             tj,
             named,
+            named_text,
             job_set: index.job_set(ns, name),
             workload,
             pods,

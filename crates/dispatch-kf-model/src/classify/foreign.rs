@@ -21,8 +21,8 @@ pub(crate) fn notes<S: Str>(f: &Facts<'_, S>) -> Vec<String> {
     let tj = f.tj;
     let name = tj.meta.name();
     let mut out = Vec::new();
-    let job = f.named.as_ref().map(|(j, n)| (j.to_string(), n.to_string()));
-    match &job {
+    let job = &f.named_text;
+    match job {
         None => out.push(format!("name {name} is not one dispatch makes")),
         Some((id, n)) => {
             if let Some(v) = tj.meta.label(keys::LABEL_JOB_ID).filter(|v| v != id) {
@@ -48,7 +48,7 @@ pub(crate) fn notes<S: Str>(f: &Facts<'_, S>) -> Vec<String> {
     {
         out.push(format!("JobSet {name} is controlled by another object"));
     }
-    let (id, n) = match &job {
+    let (id, n) = match job {
         Some((id, n)) => (Some(id.as_str()), Some(n.as_str())),
         None => (tj.meta.label(keys::LABEL_JOB_ID), tj.meta.label(keys::LABEL_SUBMISSION)),
     };
@@ -56,9 +56,7 @@ pub(crate) fn notes<S: Str>(f: &Facts<'_, S>) -> Vec<String> {
         .pods
         .iter()
         .filter(|p| {
-            let meta = &p.pod.meta;
-            let (pid, pn) = (meta.label(keys::LABEL_JOB_ID), meta.label(keys::LABEL_SUBMISSION));
-            let jobset = meta.label(keys::JOBSET_NAME);
+            let (pid, pn, jobset) = (p.job_id, p.submission, p.jobset);
             let selected_by_job = pid.is_some() && pid == id && pn == n;
             let other_jobset = selected_by_job && jobset.is_some_and(|js| js != name);
             let other_job = jobset == Some(name)

@@ -16,7 +16,8 @@ use crate::keys;
 use crate::snapshot::Snapshot;
 use crate::view::{JobSet, Node, Pod, TrainJob, Workload};
 
-/// One pod, live or captured, with the execution it counts towards.
+/// One pod, live or captured, with the execution it counts towards and the labels
+/// every pass over pods reads, read once.
 #[derive(Debug)]
 pub(crate) struct PodRef<'a, S> {
     /// The pod.
@@ -25,6 +26,12 @@ pub(crate) struct PodRef<'a, S> {
     pub(crate) captured: bool,
     /// Its execution, when it carries both counters.
     pub(crate) exec: Option<Execution>,
+    /// Its `jobset-name` label.
+    pub(crate) jobset: Option<&'a str>,
+    /// Its `d/job-id` label.
+    pub(crate) job_id: Option<&'a str>,
+    /// Its `d/submission` label.
+    pub(crate) submission: Option<&'a str>,
 }
 
 // By hand: a derive would ask `S: Copy` of the text the pod holds by reference.
@@ -120,19 +127,24 @@ impl<'a, S: Str> Index<'a, S> {
         let captured = snapshot.captured_pods.iter().map(|p| (p, true));
         let pods: Vec<PodRef<'a, S>> = live
             .chain(captured)
-            .map(|(pod, captured)| PodRef { pod, captured, exec: execution::of_pod(pod) })
+            .map(|(pod, captured)| PodRef {
+                pod,
+                captured,
+                exec: execution::of_pod(pod),
+                jobset: pod.meta.label(keys::JOBSET_NAME),
+                job_id: pod.meta.label(keys::LABEL_JOB_ID),
+                submission: pod.meta.label(keys::LABEL_SUBMISSION),
+            })
             .collect();
         let mut by_jobset = Groups::new(pods.len());
         let mut by_job = Groups::new(pods.len());
         for (i, p) in pods.iter().enumerate() {
-            let meta = &p.pod.meta;
-            if let Some(js) = meta.label(keys::JOBSET_NAME) {
-                by_jobset.add((meta.namespace(), js), i);
+            let ns = p.pod.meta.namespace();
+            if let Some(js) = p.jobset {
+                by_jobset.add((ns, js), i);
             }
-            if let (Some(id), Some(n)) =
-                (meta.label(keys::LABEL_JOB_ID), meta.label(keys::LABEL_SUBMISSION))
-            {
-                by_job.add((meta.namespace(), (id, n)), i);
+            if let (Some(id), Some(n)) = (p.job_id, p.submission) {
+                by_job.add((ns, (id, n)), i);
             }
         }
         let mut job_sets: ByNs<'a, &JobSet<S>> = map_for(snapshot.job_sets.len());

@@ -112,20 +112,20 @@ pub(crate) fn find<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<
     // `jobset-name` label (a TrainJob of that name, the JobSet no orphan), the next pods
     // of the same label are too, and are not looked up again.
     let mut settled: Option<(&str, &str)> = None;
-    for pod in &snapshot.pods {
-        let meta = &pod.meta;
+    for p in index.pods.iter().filter(|p| !p.captured) {
+        let (pod, meta) = (p.pod, &p.pod.meta);
         let ns = meta.namespace();
-        let job_label = meta.label(keys::LABEL_JOB_ID);
+        let job_label = p.job_id;
         // The name the job-id and submission labels make: built only when the JobSet
         // label does not settle the question, so a pod of a live job costs no copy.
         let made = || {
-            job_label.zip(meta.label(keys::LABEL_SUBMISSION)).and_then(|(id, n)| {
+            job_label.zip(p.submission).and_then(|(id, n)| {
                 let job = dispatch_core::JobId::parse(id).ok()?;
                 let n = u32::try_from(names::parse_canonical_decimal(n)?).ok()?;
                 Some(names::make(&job, n))
             })
         };
-        let label = meta.label(keys::JOBSET_NAME);
+        let label = p.jobset;
         if label.is_some() && settled == label.map(|label| (ns, label)) {
             continue;
         }
@@ -159,8 +159,8 @@ pub(crate) fn find<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<
         let notes = terminating(pod).into_iter().collect();
         let cause = detail(ObjectKind::Pod, meta.name(), owner, notes);
         let mut o = orphan(ObjectKind::Pod, meta, state, cause, execution::of_pod(pod));
-        o.submission = meta
-            .label(keys::LABEL_SUBMISSION)
+        o.submission = p
+            .submission
             .and_then(names::parse_canonical_decimal)
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or_else(|| submission_of(&jobset, meta));

@@ -18,7 +18,7 @@ use serde::de::{Deserializer, IgnoredAny, Visitor};
 use dispatch_core::Error;
 
 use crate::lenient::{FromJson, Obj, Text};
-use crate::object::{Meta, RawObject, RawSpec, RawStatus};
+use crate::object::{Meta, RawObject, RawSpec, RawStatus, ViewKind};
 use crate::snapshot::Snapshot;
 use crate::view::{Pod, View};
 
@@ -286,9 +286,10 @@ impl<S: FromJson> Document<S> {
                 }
                 State::Element(_) if byte == b']' => refuse!("trailing comma"),
                 State::FirstElement(array) | State::Element(array) => {
+                    // Boxed: the item is moved up from serde as a pointer, not whole.
                     let (Obj(item), len) =
-                        read_or_wait!(self.value::<Obj<RawObject<S>>>(&mut text, at, last)?);
-                    match (array, item.map(View::from)) {
+                        read_or_wait!(self.value::<Obj<Box<RawObject<S>>>>(&mut text, at, last)?);
+                    match (array, item.map(|item| View::from(*item))) {
                         (Array::Items, Some(view)) => self.items.push(view),
                         (Array::CapturedPods, Some(View::Pod(pod))) => self.captured.push(pod),
                         _ => {}
@@ -345,8 +346,7 @@ impl<S: FromJson> Document<S> {
         } else {
             let mut one = Snapshot::default();
             one.push(View::from(RawObject {
-                api_version: self.api_version,
-                kind: self.kind,
+                kind: ViewKind::of(kind),
                 metadata: self.metadata,
                 spec: self.spec,
                 status: self.status,

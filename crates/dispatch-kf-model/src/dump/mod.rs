@@ -66,7 +66,7 @@ pub struct Reader<S = Shared> {
 
 impl<S: FromJson> Reader<S> {
     /// The first size of the buffer.
-    const WINDOW: usize = 256 << 10;
+    const WINDOW: usize = 64 << 10;
 
     /// A reader of the file named `file` (for errors), nothing given yet.
     pub fn new(file: &str) -> Self {

@@ -58,7 +58,7 @@ impl FromJson for Shared {
 /// fastest.
 pub(crate) struct Interner {
     table: HashTable<(u64, Rc<str>)>,
-    recent: Vec<Option<Rc<str>>>,
+    recent: Vec<Option<(Glance, Rc<str>)>>,
 }
 
 impl Default for Interner {
@@ -72,8 +72,9 @@ const RECENT: usize = 1 << 10;
 
 impl Interner {
     fn intern(&mut self, s: &str) -> Shared {
-        let recent = &mut self.recent[glance(s.as_bytes())];
-        if let Some(kept) = recent.as_ref().filter(|kept| ***kept == *s) {
+        let glance = Glance::of(s.as_bytes());
+        let recent = &mut self.recent[glance.slot()];
+        if let Some((_, kept)) = recent.as_ref().filter(|(at, kept)| glance.sees(*at, s, kept)) {
             return Shared(Rc::clone(kept));
         }
         let hash = FixedState::default().hash_one(s);
@@ -87,20 +88,38 @@ impl Interner {
                 kept
             }
         };
-        *recent = Some(Rc::clone(&kept));
+        *recent = Some((glance, Rc::clone(&kept)));
         Shared(kept)
     }
 }
 
-/// The recent slot of a string, from its length and its first and last eight bytes:
-/// a glance, cheaper than a hash of every byte (strings that share it only miss the
-/// recent slot and are looked up in the table).
-fn glance(s: &[u8]) -> usize {
-    let word = |b: &[u8]| b.iter().fold(0u64, |w, &x| w << 8 | u64::from(x));
-    let n = s.len();
-    let (head, tail) = (word(&s[..n.min(8)]), word(&s[n.saturating_sub(8)..]));
-    let mixed = (head ^ tail.rotate_left(29) ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (mixed >> (64 - RECENT.trailing_zeros())) as usize
+/// A string's length and its first and last eight bytes: cheaper than a hash of every
+/// byte, it picks a string's recent slot, and it is the whole of a string of at most
+/// sixteen bytes, which thus compares equal by its glance alone.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Glance {
+    len: usize,
+    head: u64,
+    tail: u64,
+}
+
+impl Glance {
+    fn of(s: &[u8]) -> Glance {
+        let word = |b: &[u8]| b.iter().fold(0u64, |w, &x| w << 8 | u64::from(x));
+        let len = s.len();
+        Glance { len, head: word(&s[..len.min(8)]), tail: word(&s[len.saturating_sub(8)..]) }
+    }
+
+    fn slot(self) -> usize {
+        let mixed = (self.head ^ self.tail.rotate_left(29) ^ self.len as u64)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (mixed >> (64 - RECENT.trailing_zeros())) as usize
+    }
+
+    /// Whether `s`, of this glance, is `kept`, of glance `at`.
+    fn sees(self, at: Glance, s: &str, kept: &str) -> bool {
+        self == at && (self.len <= 16 || s.as_bytes()[8..] == kept.as_bytes()[8..])
+    }
 }
 
 thread_local! {
