@@ -289,11 +289,12 @@ impl<S: Str> Condition<S> {
 pub struct ContainerStatus<S = String> {
     /// The container's name.
     pub name: Text<S>,
-    /// Its current state. Boxed, as are the states within: most containers run, and
-    /// a state held inline would cost every one of them the size of a termination.
-    pub state: Obj<Box<ContainerState<S>>>,
+    /// Its current state: held inline (two pointers), the waiting and terminated
+    /// states within boxed, as most containers run and a termination held inline would
+    /// cost every one of them its size.
+    pub state: Obj<ContainerState<S>>,
     /// Its previous state.
-    pub last_state: Obj<Box<ContainerState<S>>>,
+    pub last_state: Obj<ContainerState<S>>,
 }
 
 /// A container state: waiting, running or terminated.

@@ -8,10 +8,11 @@ use dispatch_core::{Execution, JobId};
 use super::ClassifyOptions;
 use super::execution;
 use super::index::{Index, Map, PodRef};
+use super::rules::pending_or_running::NodeLoss;
 use crate::keys;
 use crate::mode::Mode;
 use crate::names;
-use crate::view::{JobSet, Node, TrainJob, Workload, true_condition};
+use crate::view::{JobSet, TrainJob, Workload, true_condition};
 
 /// What the rules read of one TrainJob.
 pub(crate) struct Facts<'a, S> {
@@ -35,8 +36,8 @@ pub(crate) struct Facts<'a, S> {
     pub(crate) hold_text: Option<&'a str>,
     /// The hold instance in force, when the annotation is a canonical decimal.
     pub(crate) hold_instance: Option<u64>,
-    /// Nodes by name.
-    pub(crate) nodes: &'a Map<&'a str, &'a Node<S>>,
+    /// Nodes by name, each with what makes it lost for its pods, if anything.
+    pub(crate) nodes: &'a Map<&'a str, Option<NodeLoss<'a, S>>>,
 }
 
 impl<'a, S: Str> Facts<'a, S> {

@@ -99,7 +99,7 @@ pub(crate) fn termination<'a, S: Str>(
 }
 
 /// A container state's `terminated`, when it has one.
-fn terminated<S: Str>(state: &Obj<Box<ContainerState<S>>>) -> Option<&Terminated<S>> {
+fn terminated<S: Str>(state: &Obj<ContainerState<S>>) -> Option<&Terminated<S>> {
     state.get().and_then(|s| s.terminated.get()).map(|t| &**t)
 }
 

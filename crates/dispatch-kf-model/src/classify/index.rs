@@ -12,9 +12,10 @@ use smallvec::SmallVec;
 use dispatch_core::Execution;
 
 use super::execution;
+use super::rules::pending_or_running::{NodeLoss, node_loss};
 use crate::keys;
 use crate::snapshot::Snapshot;
-use crate::view::{JobSet, Node, Pod, TrainJob, Workload};
+use crate::view::{JobSet, Pod, TrainJob, Workload};
 
 /// One pod, live or captured, with the execution it counts towards and the labels
 /// every pass over pods reads, read once.
@@ -116,8 +117,8 @@ pub(crate) struct Index<'a, S> {
     job_sets: ByNs<'a, &'a JobSet<S>>,
     workloads: ByNs<'a, Vec<&'a Workload<S>>>,
     train_jobs: ByNs<'a, Vec<&'a TrainJob<S>>>,
-    /// Nodes by name.
-    pub(crate) nodes: Map<&'a str, &'a Node<S>>,
+    /// Nodes by name, each with what makes it lost for its pods, if anything.
+    pub(crate) nodes: Map<&'a str, Option<NodeLoss<'a, S>>>,
 }
 
 impl<'a, S: Str> Index<'a, S> {
@@ -161,7 +162,7 @@ impl<'a, S: Str> Index<'a, S> {
         for tj in &snapshot.train_jobs {
             train_jobs.entry((tj.meta.namespace(), tj.meta.name())).or_default().push(tj);
         }
-        let nodes = snapshot.nodes.iter().map(|n| (n.meta.name(), n)).collect();
+        let nodes = snapshot.nodes.iter().map(|n| (n.meta.name(), node_loss(n))).collect();
         Index { pods, by_jobset, by_job, job_sets, workloads, train_jobs, nodes }
     }
 

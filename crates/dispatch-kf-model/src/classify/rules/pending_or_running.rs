@@ -12,7 +12,8 @@ use crate::classify::findings::{self, time};
 use crate::classify::text::{trimmed, with_words, words, workload_words};
 use crate::keys;
 use crate::mode::Mode;
-use crate::view::{condition, true_condition};
+use crate::object::{Condition, Taint};
+use crate::view::{Node, condition, true_condition};
 
 /// What a Workload's latest eviction reason gives, Kueue mode, admitted or not (R4).
 /// A reason not listed is [`EVICTED_ANYTHING_ELSE`] (`PodsReadyTimeout`,
@@ -76,30 +77,57 @@ fn node_lost<S: Str>(f: &Facts<'_, S>) -> Option<Cause> {
     f.current_live_pods().filter(|p| !p.pod.is_terminal()).find_map(|p| {
         let node_name = p.pod.node_name.get().filter(|n| !n.is_empty())?;
         let pod = p.name();
-        let Some(node) = f.nodes.get(node_name) else {
+        let Some(loss) = f.nodes.get(node_name) else {
             return Some(scheduler(
                 CauseKind::NodeLost,
                 format!("pod {pod}: node {node_name} is gone"),
                 None,
             ));
         };
-        if let Some(ready) = condition(&node.conditions, "Ready").filter(|c| !c.is_true()) {
-            let status = ready.status.get().unwrap_or("Unknown");
-            let detail =
-                with_words(&format!("pod {pod}: node {node_name} Ready={status}"), &words(ready));
-            return Some(scheduler(
+        Some(match (*loss)? {
+            NodeLoss::NotReady(ready) => {
+                let status = ready.status.get().unwrap_or("Unknown");
+                let detail = with_words(
+                    &format!("pod {pod}: node {node_name} Ready={status}"),
+                    &words(ready),
+                );
+                scheduler(CauseKind::NodeLost, detail, time(ready.last_transition_time.get()))
+            }
+            NodeLoss::OutOfService(taint) => scheduler(
                 CauseKind::NodeLost,
-                detail,
-                time(ready.last_transition_time.get()),
-            ));
-        }
-        let taint = node.taints.iter().find(|t| t.key.get() == Some(keys::TAINT_OUT_OF_SERVICE))?;
-        Some(scheduler(
-            CauseKind::NodeLost,
-            format!("pod {pod}: node {node_name} is out of service"),
-            time(taint.time_added.get()),
-        ))
+                format!("pod {pod}: node {node_name} is out of service"),
+                time(taint.time_added.get()),
+            ),
+        })
     })
+}
+
+/// Why a Node's pods are lost with it: its `Ready` condition is not True, else it
+/// carries the out-of-service taint. Judged once per Node (`Index::new`), for all the
+/// pods bound to it.
+pub(crate) enum NodeLoss<'a, S> {
+    /// The `Ready` condition, not True.
+    NotReady(&'a Condition<S>),
+    /// The out-of-service taint.
+    OutOfService(&'a Taint<S>),
+}
+
+// By hand: a derive would ask `S: Copy` of the text the node holds by reference.
+impl<S> Clone for NodeLoss<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for NodeLoss<'_, S> {}
+
+/// What makes `node` lost for its pods, if anything.
+pub(crate) fn node_loss<S: Str>(node: &Node<S>) -> Option<NodeLoss<'_, S>> {
+    if let Some(ready) = condition(&node.conditions, "Ready").filter(|c| !c.is_true()) {
+        return Some(NodeLoss::NotReady(ready));
+    }
+    let taint = node.taints.iter().find(|t| t.key.get() == Some(keys::TAINT_OUT_OF_SERVICE))?;
+    Some(NodeLoss::OutOfService(taint))
 }
 
 /// Kueue: the Workload's `Evicted=True`, by its reason. Refinement R4
