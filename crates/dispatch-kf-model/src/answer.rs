@@ -28,7 +28,7 @@ pub struct Listed {
 
 /// Reads a list answer whose items are of `kind`.
 pub fn read_list(kind: &str, bytes: &[u8]) -> serde_json::Result<Listed> {
-    let list: ListAnswer = serde_json::from_slice(bytes)?;
+    let list: ListAnswer = from_bytes(bytes)?;
     let items = list
         .items
         .0
@@ -44,7 +44,17 @@ pub fn read_list(kind: &str, bytes: &[u8]) -> serde_json::Result<Listed> {
 
 /// Reads an answer that is one object, which names its own kind.
 pub fn read_object(bytes: &[u8]) -> serde_json::Result<View> {
-    serde_json::from_slice(bytes)
+    from_bytes(bytes)
+}
+
+/// Reads `bytes` as text when they are UTF-8, checked once (serde_json then checks no
+/// string of them again, which reading bytes does string by string), else as bytes:
+/// what is read, and what is refused, is what `serde_json::from_slice` reads.
+fn from_bytes<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result<T> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(bytes),
+    }
 }
 
 /// A list, as far as it is read.
