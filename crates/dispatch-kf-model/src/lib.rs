@@ -45,6 +45,31 @@
 //! assert!(error.is(dispatch_core::Kind::Invalid) && error.message().contains("notes.txt"));
 //! # Ok::<(), dispatch_core::Error>(())
 //! ```
+//!
+//! A dump too large to hold whole goes to a [`dump::Reader`] a piece at a time, as it
+//! comes off a disk (here, 4 KiB at a time): it keeps each object's views as soon as the
+//! object is read, and reads what [`dump::read`] reads.
+//!
+//! ```
+//! use std::io::Read;
+//! use dispatch_kf_model::dump;
+//!
+//! let bytes = include_bytes!("../../../fixtures/dumps/cluster-oom.json");
+//! let mut file: &[u8] = bytes; // a std::fs::File, as dispatch-kf classify reads
+//! let mut reader: dump::Reader = dump::Reader::new("cluster-oom.json");
+//! loop {
+//!     let room = reader.buffer();
+//!     let piece = room.len().min(4096);
+//!     let n = file.read(&mut room[..piece]).unwrap();
+//!     if n == 0 {
+//!         break;
+//!     }
+//!     reader.filled(n)?;
+//! }
+//! let snapshot = reader.finish()?;
+//! assert_eq!(snapshot.pods.len(), dump::read("cluster-oom.json", bytes)?.pods.len());
+//! # Ok::<(), dispatch_core::Error>(())
+//! ```
 
 /// The README's example, run as a doc test.
 #[cfg(doctest)]
