@@ -75,7 +75,7 @@ pub trait FromJson: Str {
     fn from_json(s: &str) -> Self;
 
     /// The text of a string that stands once in its input (an object's own name and
-    /// UID, [`unique`]): one that text shared among views need not look for among the
+    /// UID): one that text shared among views need not look for among the
     /// strings read before.
     fn from_json_once(s: &str) -> Self {
         Self::from_json(s)

@@ -8,7 +8,7 @@
 //! into one snapshot, in the order given; objects are not deduplicated.
 //!
 //! The bytes are read straight into the lenient views ([`crate::object`]), never into a
-//! `serde_json::Value`, one item at a time ([`document`]): [`read`] reads bytes held
+//! `serde_json::Value`, one item at a time (`dump/document.rs`): [`read`] reads bytes held
 //! whole; a [`Reader`] is given a file a piece at a time, keeps each item as its views
 //! the moment it is read, and holds no more of the file than the piece being read, so a
 //! dump of any size costs what its views keep. The views of a `Reader` share their text
