@@ -55,7 +55,7 @@
 //! use dispatch_kf_model::dump;
 //!
 //! let bytes = include_bytes!("../../../fixtures/dumps/cluster-oom.json");
-//! let mut file: &[u8] = bytes; // a std::fs::File, as dispatch-kf classify reads
+//! let mut file: &[u8] = bytes; // or an open file, as dispatch-kf classify reads it
 //! let mut reader: dump::Reader = dump::Reader::new("cluster-oom.json");
 //! loop {
 //!     let room = reader.buffer();
