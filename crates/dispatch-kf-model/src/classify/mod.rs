@@ -50,18 +50,14 @@ pub fn classify<S: Str>(
     now: Timestamp,
 ) -> Vec<ObjectObs> {
     let index = Index::new(snapshot);
-    let mut train_jobs: Vec<_> = snapshot.train_jobs.iter().collect();
-    train_jobs.sort_by(|a, b| {
-        (a.meta.namespace(), a.meta.name(), a.meta.uid()).cmp(&(
-            b.meta.namespace(),
-            b.meta.name(),
-            b.meta.uid(),
-        ))
-    });
-    let mut out: Vec<ObjectObs> = train_jobs
-        .into_iter()
+    // Classified in the snapshot's order, which keeps a job's objects near each other
+    // in memory as they were read, then sorted (stable: merged copies keep their order).
+    let mut out: Vec<ObjectObs> = snapshot
+        .train_jobs
+        .iter()
         .map(|tj| train_job(&Facts::gather(&index, options, tj), now))
         .collect();
+    out.sort_by(|a, b| observation_order(a).cmp(&observation_order(b)));
     let mut orphans = orphans::find(snapshot, &index);
     orphans.sort_by(|a, b| (&a.ns, a.kind, &a.name, &a.uid).cmp(&(&b.ns, b.kind, &b.name, &b.uid)));
     out.extend(orphans.into_iter().map(|o| ObjectObs {
@@ -82,6 +78,11 @@ pub fn classify<S: Str>(
         seen_at: now,
     }));
     out
+}
+
+/// The order of the TrainJobs' observations: namespace, name, UID.
+fn observation_order(o: &ObjectObs) -> (&str, &str, &str) {
+    (&o.object.namespace, &o.object.name, &o.object.uid)
 }
 
 fn train_job<S: Str>(f: &Facts<'_, S>, now: Timestamp) -> ObjectObs {
