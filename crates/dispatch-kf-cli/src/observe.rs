@@ -124,39 +124,42 @@ pub(crate) struct WatchArgs {
 
 pub(crate) fn watch(args: WatchArgs) -> Result<()> {
     let job = job(&args.job)?;
-    block_on(output::until_interrupted(None, async {
-        let setup = args.cluster.call(DEFAULT_TIMEOUT)?;
-        let backend = args.cluster.backend(Need::Read, &setup).await?;
-        let format = Format::or_default(args.output);
-        let layout = table::Layout::stdout(args.output == Some(Format::Wide));
-        let mut header = true;
-        let mut columns = table::Columns::still();
-        // The stream runs until interrupted, or until the watch fails (its apiserver
-        // stays unreachable): then the command ends with that error.
-        let forever = dispatch_core::CallContext::background();
-        loop {
-            let mut stream = backend.watch(&forever, &job).await?;
-            while let Some(obs) = stream.next().await {
-                let obs = obs?;
-                let text = match format {
-                    Format::Json | Format::Yaml => {
-                        let line = serde_json::to_string(&obs)
-                            .map_err(|e| Error::invalid(e.to_string()))?;
-                        format!("{line}\n")
-                    }
-                    Format::Name => format!("{}\n", output::kubectl_name(&obs.object)),
-                    Format::Table | Format::Wide => {
-                        let now = jiff::Timestamp::now();
-                        let table = table::render_in(&[obs], now, layout, &mut columns);
-                        let skip = if header { 0 } else { 1 };
-                        header = false;
-                        table.lines().skip(skip).map(|l| format!("{l}\n")).collect()
-                    }
-                };
-                output::write_stdout(text.as_bytes())?;
+    block_on(output::until_interrupted(
+        None,
+        output::until_reader_gone(async {
+            let setup = args.cluster.call(DEFAULT_TIMEOUT)?;
+            let backend = args.cluster.backend(Need::Read, &setup).await?;
+            let format = Format::or_default(args.output);
+            let layout = table::Layout::stdout(args.output == Some(Format::Wide));
+            let mut header = true;
+            let mut columns = table::Columns::still();
+            // The stream runs until interrupted, or until the watch fails (its apiserver
+            // stays unreachable): then the command ends with that error.
+            let forever = dispatch_core::CallContext::background();
+            loop {
+                let mut stream = backend.watch(&forever, &job).await?;
+                while let Some(obs) = stream.next().await {
+                    let obs = obs?;
+                    let text = match format {
+                        Format::Json | Format::Yaml => {
+                            let line = serde_json::to_string(&obs)
+                                .map_err(|e| Error::invalid(e.to_string()))?;
+                            format!("{line}\n")
+                        }
+                        Format::Name => format!("{}\n", output::kubectl_name(&obs.object)),
+                        Format::Table | Format::Wide => {
+                            let now = jiff::Timestamp::now();
+                            let table = table::render_in(&[obs], now, layout, &mut columns);
+                            let skip = if header { 0 } else { 1 };
+                            header = false;
+                            table.lines().skip(skip).map(|l| format!("{l}\n")).collect()
+                        }
+                    };
+                    output::write_stdout(text.as_bytes())?;
+                }
             }
-        }
-    }))
+        }),
+    ))
 }
 
 /// `logs JOB --submission N [-f]`: rank 0's log of the submission's current execution.
@@ -177,17 +180,21 @@ pub(crate) struct LogsArgs {
 
 pub(crate) fn logs(args: LogsArgs) -> Result<()> {
     let job = job(&args.job)?;
-    block_on(output::until_interrupted(None, async {
-        let cx = args.cluster.call(DEFAULT_TIMEOUT)?;
-        let backend = args.cluster.backend(Need::Read, &cx).await?;
-        let read = if args.follow { dispatch_core::CallContext::background() } else { cx };
-        let mut log =
-            backend.output(&read, &job, args.submission, OutputStream::Stdout, args.follow).await?;
-        while let Some(chunk) = log.next().await {
-            output::write_stdout(&chunk?)?;
-        }
-        Ok(())
-    }))
+    block_on(output::until_interrupted(
+        None,
+        output::until_reader_gone(async {
+            let cx = args.cluster.call(DEFAULT_TIMEOUT)?;
+            let backend = args.cluster.backend(Need::Read, &cx).await?;
+            let read = if args.follow { dispatch_core::CallContext::background() } else { cx };
+            let mut log = backend
+                .output(&read, &job, args.submission, OutputStream::Stdout, args.follow)
+                .await?;
+            while let Some(chunk) = log.next().await {
+                output::write_stdout(&chunk?)?;
+            }
+            Ok(())
+        }),
+    ))
 }
 
 /// `ceased REF`: whether every Node of the object's current or last execution is gone

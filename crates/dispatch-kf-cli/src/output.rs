@@ -4,6 +4,7 @@
 //! and status 130 on Ctrl-C.
 
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use dispatch_core::{Error, Kind};
@@ -132,6 +133,54 @@ pub(crate) async fn until_interrupted<T>(
     }
 }
 
+/// Runs a command that streams (`watch`, `logs -f`) until it ends, or until standard
+/// output is a pipe whose reader has gone: then it ends as at a write into a closed
+/// pipe, quietly with status 0. A stream gone quiet (a job that does not change, a log
+/// that is not written) would otherwise learn of it only at a next write that may never
+/// come; `tail -f` of GNU coreutils watches its output the same way.
+pub(crate) async fn until_reader_gone<T>(
+    future: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    tokio::select! {
+        result = future => result,
+        () = reader_gone(std::io::stdout()) => {
+            Err(stdout_error(std::io::ErrorKind::BrokenPipe.into()))
+        }
+    }
+}
+
+/// Resolves once `out` is a pipe whose reader has closed it; never for a terminal, a
+/// file, `/dev/null` or anything else that reports no such end. A thread of its own
+/// waits in `poll(2)`, detached: it holds up neither the runtime's end nor the
+/// process's.
+async fn reader_gone(out: impl AsFd + Send + 'static) {
+    let (tell, told) = tokio::sync::oneshot::channel();
+    let watcher = std::thread::Builder::new().name("stdout-reader".to_owned()).spawn(move || {
+        if wait_for_reader_gone(&out) {
+            let _ = tell.send(());
+        }
+    });
+    if watcher.is_ok() && told.await.is_ok() {
+        return;
+    }
+    std::future::pending().await
+}
+
+/// Blocks until `out`'s reader is gone (true), which `poll(2)` reports without a write
+/// as an error or hang-up on the writing end, asked for no event at all; false at once
+/// when the poll fails or ends with anything else.
+fn wait_for_reader_gone(out: &impl AsFd) -> bool {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let mut fds = [PollFd::new(out, PollFlags::empty())];
+    loop {
+        match poll(&mut fds, None) {
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return false,
+            Ok(_) => return fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP),
+        }
+    }
+}
+
 /// Runs `future`, showing on standard error, when it is a terminal, `waiting` and the
 /// seconds waited so far, once a second after the first, cleared when it ends: a long
 /// wait (`stop-job`, `preflight`'s probe) is seen to be alive. Off a terminal nothing is
@@ -248,7 +297,8 @@ pub(crate) fn kubectl_name(object: &dispatch_core::ObjectRef) -> String {
 
 /// Writes bytes to standard output: the one place the command writes there. When the
 /// reader has closed it (EPIPE), the error ends the command, and [`exit`] makes that a
-/// quiet status 0; a command that streams (`watch`, `logs -f`) stops at its next write.
+/// quiet status 0. A command that streams (`watch`, `logs -f`) learns of it without a write
+/// too ([`until_reader_gone`]).
 pub(crate) fn write_stdout(bytes: &[u8]) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     out.write_all(bytes).and_then(|()| out.flush()).map_err(stdout_error)
@@ -293,6 +343,27 @@ mod tests {
         let note = Some("deletions go on");
         assert_eq!(exit(Err(Error::unreachable("x").with_source(Interrupted(note)))), 130.into());
         assert_eq!(exit(Err(Error::unreachable("x"))), ExitCode::from(8));
+    }
+
+    #[test]
+    fn a_pipe_whose_reader_is_gone_is_seen_without_a_write_and_a_file_never() {
+        use futures::FutureExt as _;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let (reader, writer) = std::io::pipe().unwrap();
+            let mut gone = std::pin::pin!(reader_gone(writer));
+            assert!(gone.as_mut().now_or_never().is_none(), "the reader is still there");
+            drop(reader);
+            // A guard against a hang, not a measure of speed.
+            let limit = std::time::Duration::from_secs(60);
+            tokio::time::timeout(limit, gone).await.expect("the closed pipe is seen");
+
+            let dir = std::env::temp_dir().join(format!("dispatch-kf-gone-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let file = std::fs::File::create(dir.join("out")).unwrap();
+            assert!(std::pin::pin!(reader_gone(file)).now_or_never().is_none());
+            std::fs::remove_dir_all(&dir).unwrap();
+        });
     }
 
     #[test]

@@ -24,8 +24,10 @@ fn ctrl_c_during_watch_ends_with_130_and_no_error_text() {
         .spawn()
         .unwrap();
     // The first observation is written: the command is watching, its handler is in place.
+    // Its reader stays until the end: a watch whose reader has gone ends of itself, with 0.
     let mut first = String::new();
-    BufReader::new(watch.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let mut stdout = BufReader::new(watch.stdout.take().unwrap());
+    stdout.read_line(&mut first).unwrap();
     assert!(first.contains("\"TrainJob\""), "{first}");
     let sent = std::process::Command::new("kill")
         .args(["-INT", &watch.id().to_string()])
@@ -33,6 +35,7 @@ fn ctrl_c_during_watch_ends_with_130_and_no_error_text() {
         .unwrap();
     assert!(sent.success());
     let out = watch.wait_with_output().unwrap();
+    drop(stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{:?} stderr: {stderr}", out.status);
     assert!(stderr.is_empty(), "stderr: {stderr}");
