@@ -149,8 +149,9 @@ pub(crate) async fn until_reader_gone<T>(
     }
 }
 
-/// Resolves once `out` is a pipe whose reader has closed it; never for a terminal, a
-/// file, `/dev/null` or anything else that reports no such end. A thread of its own
+/// Resolves once `out` is a pipe whose reader has closed it (or a terminal that hung
+/// up, which takes no more output either); never for a file, `/dev/null` or anything
+/// else that reports no such end. A thread of its own
 /// waits in `poll(2)`, detached: it holds up neither the runtime's end nor the
 /// process's.
 async fn reader_gone(out: impl AsFd + Send + 'static) {
