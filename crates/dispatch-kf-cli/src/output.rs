@@ -151,9 +151,8 @@ pub(crate) async fn until_reader_gone<T>(
 
 /// Resolves once `out` is a pipe whose reader has closed it (or a terminal that hung
 /// up, which takes no more output either); never for a file, `/dev/null` or anything
-/// else that reports no such end. A thread of its own
-/// waits in `poll(2)`, detached: it holds up neither the runtime's end nor the
-/// process's.
+/// else that reports no such end. A thread of its own waits in `poll(2)`, detached: it
+/// holds up neither the runtime's end nor the process's.
 async fn reader_gone(out: impl AsFd + Send + 'static) {
     let (tell, told) = tokio::sync::oneshot::channel();
     let watcher = std::thread::Builder::new().name("stdout-reader".to_owned()).spawn(move || {
@@ -298,8 +297,8 @@ pub(crate) fn kubectl_name(object: &dispatch_core::ObjectRef) -> String {
 
 /// Writes bytes to standard output: the one place the command writes there. When the
 /// reader has closed it (EPIPE), the error ends the command, and [`exit`] makes that a
-/// quiet status 0. A command that streams (`watch`, `logs -f`) learns of it without a write
-/// too ([`until_reader_gone`]).
+/// quiet status 0. A command that streams (`watch`, `logs -f`) learns of it without a
+/// write too ([`until_reader_gone`]).
 pub(crate) fn write_stdout(bytes: &[u8]) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     out.write_all(bytes).and_then(|()| out.flush()).map_err(stdout_error)
