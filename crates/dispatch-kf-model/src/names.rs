@@ -78,6 +78,12 @@ pub fn parse_canonical_decimal(text: &str) -> Option<u64> {
     if canonical { text.parse().ok() } else { None }
 }
 
+/// A `d/submission` label's value as a submission number: a canonical decimal that
+/// fits a `u32` (read as written: no range is asked of a label).
+pub fn parse_submission_label(text: &str) -> Option<u32> {
+    u32::try_from(parse_canonical_decimal(text)?).ok()
+}
+
 /// Whether `name` is an RFC 1035 label: at most 63 lower-case letters, digits and `-`,
 /// starting with a letter and ending with a letter or digit.
 pub fn is_rfc1035_label(name: &str) -> bool {

@@ -87,8 +87,7 @@ impl<'a, S: Str> Facts<'a, S> {
             self.tj
                 .meta
                 .label(keys::LABEL_SUBMISSION)
-                .and_then(names::parse_canonical_decimal)
-                .and_then(|n| u32::try_from(n).ok())
+                .and_then(names::parse_submission_label)
                 .unwrap_or(0)
         })
     }

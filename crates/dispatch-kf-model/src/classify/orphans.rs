@@ -52,10 +52,7 @@ fn is_dispatch_name_or_labelled<S: Str>(meta: &Meta<S>) -> bool {
 
 fn submission_of<S: Str>(name: &str, meta: &Meta<S>) -> u32 {
     names::parse(name).map(|(_, n)| n).unwrap_or_else(|| {
-        meta.label(keys::LABEL_SUBMISSION)
-            .and_then(names::parse_canonical_decimal)
-            .and_then(|n| u32::try_from(n).ok())
-            .unwrap_or(0)
+        meta.label(keys::LABEL_SUBMISSION).and_then(names::parse_submission_label).unwrap_or(0)
     })
 }
 
@@ -121,7 +118,7 @@ pub(crate) fn find<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<
         let made = || {
             job_label.zip(p.submission).and_then(|(id, n)| {
                 let job = dispatch_core::JobId::parse(id).ok()?;
-                let n = u32::try_from(names::parse_canonical_decimal(n)?).ok()?;
+                let n = names::parse_submission_label(n)?;
                 Some(names::make(&job, n))
             })
         };
@@ -161,8 +158,7 @@ pub(crate) fn find<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<
         let mut o = orphan(ObjectKind::Pod, meta, state, cause, execution::of_pod(pod));
         o.submission = p
             .submission
-            .and_then(names::parse_canonical_decimal)
-            .and_then(|n| u32::try_from(n).ok())
+            .and_then(names::parse_submission_label)
             .unwrap_or_else(|| submission_of(&jobset, meta));
         out.push(o);
     }
