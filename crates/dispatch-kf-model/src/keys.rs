@@ -50,6 +50,9 @@ pub const GATE_CONTROLLER_NAME: &str = "dispatch.phpboyscout.uk/readmission-gate
 
 /// Kueue label: the LocalQueue (Kueue mode, TrainJob only).
 pub const KUEUE_QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
+/// The resource every Kueue pod set requests, one per pod, when its ClusterQueue covers
+/// it: a ClusterQueue that covers it assigns a flavor to every Workload.
+pub const KUEUE_PODS_RESOURCE: &str = "pods";
 /// Kueue annotation: the admission gates still closed.
 pub const KUEUE_ADMISSION_GATED_BY: &str = "kueue.x-k8s.io/admission-gated-by";
 /// Kueue label on a Workload: the UID of the job it stands for.

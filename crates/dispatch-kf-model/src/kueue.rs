@@ -1,6 +1,7 @@
 //! Kueue mode's pure checks: what proves the readmission gate at preflight
-//! (`docs/backend.md#factory-and-preflight`, step 4), and what Start waits for on a new
-//! TrainJob's Workload (`docs/backend.md#start`, step 9).
+//! (`docs/backend.md#factory-and-preflight`, step 4), what Start waits for on a new
+//! TrainJob's Workload, and whether Kueue will check that Workload at all
+//! (`docs/backend.md#start`, step 9).
 //!
 //! Each check returns `Err` with the failing part in words, which becomes the reason of
 //! the ReadmissionGate capability or of Start's refusal.
@@ -131,6 +132,63 @@ pub fn workload_ready(workload: &Value, check: &str) -> Result<(), String> {
     if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
 }
 
+/// Whether Kueue will run the ClusterQueue's admission checks when it admits this
+/// Workload. Kueue runs a check only for the flavors an admission assigned, and it
+/// assigns a pod set a flavor for each resource the pod set requests that the
+/// ClusterQueue covers, and for `pods` when the ClusterQueue covers `pods` (one per
+/// pod). So a ClusterQueue that covers `pods` checks every Workload, and otherwise a
+/// Workload none of whose pod sets requests a covered resource (a job without GPUs on
+/// a GPU queue) is admitted with no flavor and no check at all: no readmission gate,
+/// no admission count in its pods. `Err` says so, and what would change it.
+///
+/// A pod set's requests are the resource names its template's containers, init
+/// containers and overhead request or limit (Kueue counts a limit without a request as
+/// the request).
+pub fn checks_apply(workload: &Value, cluster_queue: &Value, check: &str) -> Result<(), String> {
+    let covered = covered_resources(cluster_queue);
+    if covered.contains(&keys::KUEUE_PODS_RESOURCE) {
+        return Ok(());
+    }
+    let pod_sets = workload.pointer("/spec/podSets").and_then(Value::as_array);
+    if pod_sets.into_iter().flatten().any(|ps| requested(ps).any(|r| covered.contains(&r))) {
+        return Ok(());
+    }
+    let name = text(workload, "/metadata/name").unwrap_or("");
+    let cq = text(cluster_queue, "/metadata/name").unwrap_or("");
+    let listed = if covered.is_empty() { "none".to_owned() } else { covered.join(", ") };
+    Err(format!(
+        "Workload {name} requests none of the resources ClusterQueue {cq} covers ({listed}), so \
+         Kueue would admit it with no flavor and without admission check {check}, and its pods \
+         would carry no admission count: request GPUs, or add `{}` to the ClusterQueue's \
+         coveredResources so that every Workload is checked",
+        keys::KUEUE_PODS_RESOURCE
+    ))
+}
+
+/// Every resource name a ClusterQueue's resource groups cover.
+fn covered_resources(cluster_queue: &Value) -> Vec<&str> {
+    let groups = cluster_queue.pointer("/spec/resourceGroups").and_then(Value::as_array);
+    groups
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g.get("coveredResources").and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// The resource names a Workload's pod set requests or limits.
+fn requested(pod_set: &Value) -> impl Iterator<Item = &str> {
+    let spec = pod_set.pointer("/template/spec");
+    let containers = ["containers", "initContainers"]
+        .into_iter()
+        .filter_map(move |list| spec?.get(list)?.as_array())
+        .flatten()
+        .flat_map(|c| ["requests", "limits"].map(|k| c.pointer(&format!("/resources/{k}"))))
+        .chain([spec.and_then(|s| s.get("overhead"))]);
+    containers.flatten().filter_map(Value::as_object).flat_map(|m| m.keys().map(String::as_str))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +261,56 @@ mod tests {
         assert!(err.contains("expired at 2026-11-29T11:00:15Z"), "{err}");
         let unheld = json!({"spec": {"leaseDurationSeconds": 15}});
         assert!(lease_is_fresh(&unheld, now()).unwrap_err().contains("no holder"));
+    }
+
+    fn gpu_queue(covered: &[&str]) -> Value {
+        json!({"metadata": {"name": "gpu"}, "spec": {"resourceGroups": [{"coveredResources": covered}]}})
+    }
+
+    fn workload_asking(resources: Value) -> Value {
+        json!({"metadata": {"name": "w"}, "spec": {"podSets": [{"name": "node", "count": 2,
+            "template": {"spec": {"containers": [{"name": "node", "resources": resources}]}}}]}})
+    }
+
+    #[test]
+    fn checks_apply_to_a_workload_that_requests_a_covered_resource() {
+        let cq = gpu_queue(&["cpu", "nvidia.com/gpu"]);
+        for resources in
+            [json!({"limits": {"nvidia.com/gpu": "8"}}), json!({"requests": {"cpu": "1"}})]
+        {
+            assert_eq!(checks_apply(&workload_asking(resources), &cq, CHECK), Ok(()));
+        }
+        let init = json!({"metadata": {"name": "w"}, "spec": {"podSets": [{"name": "node",
+            "template": {"spec": {"containers": [{"name": "node"}],
+                                  "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "1"}}}]}}}]}});
+        assert_eq!(checks_apply(&init, &cq, CHECK), Ok(()));
+        let overhead =
+            json!({"spec": {"podSets": [{"template": {"spec": {"overhead": {"cpu": "100m"}}}}]}});
+        assert_eq!(checks_apply(&overhead, &cq, CHECK), Ok(()));
+    }
+
+    #[test]
+    fn a_queue_that_covers_pods_checks_every_workload() {
+        let cq = gpu_queue(&["nvidia.com/gpu", keys::KUEUE_PODS_RESOURCE]);
+        assert_eq!(checks_apply(&workload_asking(json!({})), &cq, CHECK), Ok(()));
+        assert_eq!(checks_apply(&json!({}), &cq, CHECK), Ok(()));
+    }
+
+    #[test]
+    fn a_workload_that_requests_nothing_covered_escapes_the_check_and_is_told_what_to_change() {
+        let cq = gpu_queue(&["nvidia.com/gpu"]);
+        for resources in [json!({}), json!({"limits": {"memory": "1Gi"}})] {
+            let err = checks_apply(&workload_asking(resources), &cq, CHECK).unwrap_err();
+            assert_eq!(
+                err,
+                "Workload w requests none of the resources ClusterQueue gpu covers (nvidia.com/gpu), \
+                 so Kueue would admit it with no flavor and without admission check \
+                 dispatch-readmission, and its pods would carry no admission count: request GPUs, \
+                 or add `pods` to the ClusterQueue's coveredResources so that every Workload is checked"
+            );
+        }
+        let err = checks_apply(&json!({"spec": {"podSets": "x"}}), &json!({}), CHECK).unwrap_err();
+        assert!(err.contains("covers (none)"), "{err}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use dispatch_kf_client::{Cluster, ClusterConfig, Permission, Resource};
 use dispatch_kf_model::capabilities::{self, PreflightFacts, Writability};
 use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, prove_gate};
 use dispatch_kf_model::{Mode, Purpose, Settings, keys, probe_request};
+use serde_json::Value;
 
 use crate::hub::Hub;
 use crate::{Inner, KubeflowBackend, edge};
@@ -400,6 +401,23 @@ fn kueue_check_limit(workload: Duration, deadline: Option<Instant>, now: Instant
     }
 }
 
+/// The LocalQueue `kueue.queue` and its ClusterQueue, each `None` when it does not
+/// exist (or the settings name no queue).
+pub(crate) async fn read_queues(
+    cluster: &Cluster,
+    settings: &Settings,
+    cx: &CallContext,
+) -> Result<(Option<Value>, Option<Value>)> {
+    let Some(kueue) = &settings.kueue else { return Ok((None, None)) };
+    let ns = &settings.namespace;
+    let local_queue = cluster.objects(LOCAL_QUEUE, ns).get_opt(cx, &kueue.queue).await?;
+    let cluster_queue = match local_queue.as_ref().and_then(cluster_queue_of) {
+        Some(cq) => cluster.objects(CLUSTER_QUEUE, ns).get_opt(cx, cq).await?,
+        None => None,
+    };
+    Ok((local_queue, cluster_queue))
+}
+
 /// Reads the LocalQueue, its ClusterQueue, the AdmissionCheck and the Lease, and
 /// proves the readmission gate from them.
 async fn prove_readmission_gate(
@@ -411,11 +429,7 @@ async fn prove_readmission_gate(
         return Ok(Err("kueue settings are missing".to_owned()));
     };
     let ns = &settings.namespace;
-    let local_queue = cluster.objects(LOCAL_QUEUE, ns).get_opt(cx, &kueue.queue).await?;
-    let cluster_queue = match local_queue.as_ref().and_then(cluster_queue_of) {
-        Some(cq) => cluster.objects(CLUSTER_QUEUE, ns).get_opt(cx, cq).await?,
-        None => None,
-    };
+    let (local_queue, cluster_queue) = read_queues(cluster, settings, cx).await?;
     let admission_check =
         cluster.objects(ADMISSION_CHECK, ns).get_opt(cx, &kueue.admission_check).await?;
     let lease =

@@ -106,7 +106,7 @@ impl Inner {
         let object = self.reference(ObjectKind::TrainJob, &name, &uid);
 
         // 7 to 9: a failure stops the TrainJob, and refuses.
-        match self.confirm(cx, &rendered, &object, &copy).await {
+        match self.confirm(cx, &rendered, &object, &copy, purpose).await {
             Ok(()) => Ok(object),
             Err(cause) => Err(self.stop_refused(cx, cause, object).await),
         }
@@ -252,6 +252,7 @@ impl Inner {
         rendered: &Rendered,
         object: &ObjectRef,
         copy: &RuntimeCopy,
+        purpose: Purpose,
     ) -> Result<()> {
         // 7. The copy's owner is the TrainJob, so deleting the TrainJob collects it.
         let owner = json!({"metadata": {"ownerReferences": [{
@@ -271,16 +272,46 @@ impl Inner {
         let held =
             self.cluster.objects(TRAIN_JOB, &self.settings.namespace).get(cx, &object.name).await?;
         readback::compare(&rendered.train_job, &held, self.settings.mode)?;
-        // 9. Kueue mode: the Workload, gated and checked.
+        // 9. Kueue mode: the Workload, gated and checked, and a job's checked again at
+        //    its admission (the probe is never admitted).
         if self.settings.mode == Mode::Kueue {
-            self.await_workload(cx, &object.uid).await?;
+            let workload = self.await_workload(cx, &object.uid).await?;
+            if purpose == Purpose::Job {
+                self.refuse_if_kueue_would_not_check(cx, &workload).await?;
+            }
         }
         Ok(())
     }
 
+    /// Refuses a job whose Workload Kueue would admit without running the ClusterQueue's
+    /// admission checks (`kueue::checks_apply`): it would run with no readmission gate
+    /// and no admission count. A LocalQueue or ClusterQueue gone since preflight is
+    /// refused too.
+    async fn refuse_if_kueue_would_not_check(
+        &self,
+        cx: &CallContext,
+        workload: &Value,
+    ) -> Result<()> {
+        let (queue, check) = match &self.settings.kueue {
+            Some(k) => (k.queue.as_str(), k.admission_check.as_str()),
+            None => return Err(Error::rejected("kueue settings are missing")),
+        };
+        let cluster_queue = match crate::factory::read_queues(&self.cluster, &self.settings, cx)
+            .await?
+        {
+            (_, Some(cq)) => cq,
+            (None, _) => return Err(Error::rejected(format!("LocalQueue {queue} does not exist"))),
+            (Some(lq), None) => {
+                let cq = kueue::cluster_queue_of(&lq).unwrap_or_default();
+                return Err(Error::rejected(format!("ClusterQueue {cq} does not exist")));
+            }
+        };
+        kueue::checks_apply(workload, &cluster_queue, check).map_err(Error::rejected)
+    }
+
     /// Waits up to `timeouts.workload`, looking every second, for the TrainJob's
-    /// Workload to carry dispatch's gate and list the admission check.
-    async fn await_workload(&self, cx: &CallContext, uid: &str) -> Result<()> {
+    /// Workload to carry dispatch's gate and list the admission check; returns it.
+    async fn await_workload(&self, cx: &CallContext, uid: &str) -> Result<Value> {
         let check =
             self.settings.kueue.as_ref().map(|k| k.admission_check.as_str()).unwrap_or_default();
         let limit = self.settings.timeouts.workload.to_std().unwrap_or_default();
@@ -291,7 +322,7 @@ impl Inner {
         loop {
             for workload in workloads.list_whole(cx, &selector).await? {
                 match kueue::workload_ready(&workload, check) {
-                    Ok(()) => return Ok(()),
+                    Ok(()) => return Ok(workload),
                     Err(why) => last = why,
                 }
             }

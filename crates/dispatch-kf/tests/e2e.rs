@@ -244,6 +244,71 @@ async fn a_kueue_job_is_admitted_by_the_gate_preempted_turned_away_then_readmitt
 }
 
 #[tokio::test]
+async fn a_kueue_job_without_gpus_is_admitted_by_the_gate_and_its_pods_carry_the_count() {
+    let job = job(14);
+    let Some(w) = World::for_kueue_job(&job).await else { return };
+    // No GPU: on the setup's ClusterQueue, which covers `pods`, Kueue still assigns a
+    // flavor, so dispatch's admission check applies.
+    let object = w.backend.start(&cx(), &request(&job, Program::Sleep)).await.unwrap();
+    w.until_found(&job, "the job gated", |o| o.state == ObjectState::Gated).await;
+    w.backend.open(&cx(), &object).await.unwrap();
+    let first = w.until_running(&job, &object, 1).await;
+    assert!(!first.cause.detail.contains("admitted without"), "{first:#?}");
+    assert_eq!(w.pod_admissions(&job, &object.name).await, [Some("1".into()), Some("1".into())]);
+
+    w.backend.hold(&cx(), &object, 1).await.unwrap();
+    w.until_found(&job, "the job held", |o| o.state == ObjectState::Held).await;
+    w.until_pods_run(&job, &object.name, 0).await;
+    w.backend.release(&cx(), &object, 1).await.unwrap();
+    w.until_running(&job, &object, 2).await;
+    assert_eq!(w.pod_admissions(&job, &object.name).await, [Some("2".into()), Some("2".into())]);
+    w.stop_leaves_nothing(&job).await;
+}
+
+#[tokio::test]
+async fn a_kueue_job_its_queue_would_not_check_is_refused_at_start_or_reported_running_unguarded() {
+    const UNCHECKED: &str = "dispatch-e2e-gpu-only";
+    let job = job(15);
+    let Some(w) = World::for_kueue_job(&job).await else { return };
+    w.apply_queue(UNCHECKED, &["nvidia.com/gpu"]).await;
+    let backend = w.backend_on(UNCHECKED).await;
+    backend.stop_job(&cx(), &job).await.expect("StopJob of an earlier run's leftovers");
+
+    // A job without GPUs on a queue that covers only GPUs would get no flavor, and so
+    // no admission check: Start refuses it and leaves nothing.
+    let refused = backend.start(&cx(), &request(&job, Program::Sleep)).await.unwrap_err();
+    assert_eq!(refused.kind(), Sentinel::Rejected, "{refused}");
+    assert!(refused.message().contains("requests none of the resources"), "{refused}");
+    assert!(w.labelled(Kind::TrainJob, &job).await.is_empty(), "the refused TrainJob remains");
+    backend.stop_job(&cx(), &job).await.expect("StopJob");
+    w.nothing_of(&job, "after the refused Start").await;
+
+    // The queue covers `pods` at Start, and no longer at Open (an administrator's
+    // edit): Kueue admits the job with no check, and Find says so while it runs.
+    w.apply_queue(UNCHECKED, &["nvidia.com/gpu", "pods"]).await;
+    let object = backend.start(&cx(), &request(&job, Program::Sleep)).await.unwrap();
+    w.apply_queue(UNCHECKED, &["nvidia.com/gpu"]).await;
+    backend.open(&cx(), &object).await.unwrap();
+    let unguarded = w
+        .target
+        .until("the job running, reported unguarded", async || {
+            let found = backend.find(&cx(), &job).await.map_err(|e| e.to_string())?;
+            match found.objects.as_slice() {
+                [o] if o.state == ObjectState::Running
+                    && o.cause.detail.contains("admitted without dispatch's admission check") =>
+                {
+                    Ok(o.clone())
+                }
+                objects => Err(format!("{objects:#?}")),
+            }
+        })
+        .await;
+    w.record("kueue-unguarded", &unguarded).await;
+    backend.stop_job(&cx(), &job).await.expect("StopJob");
+    w.nothing_of(&job, "after StopJob").await;
+}
+
+#[tokio::test]
 async fn rank_zeros_output_reads_back_through_output() {
     let job = job(10);
     let w = World::for_job(&job).await;

@@ -182,6 +182,35 @@ async fn a_workload_that_never_gets_the_check_stops_the_train_job_and_is_rejecte
 }
 
 #[tokio::test]
+async fn on_a_queue_that_covers_only_gpus_a_job_without_gpus_is_refused_and_one_with_gpus_starts() {
+    let sim = cluster().await;
+    install_gate(&sim, true);
+    let mut cq = sim.list("clusterqueues", "").into_iter().next().unwrap();
+    cq["spec"]["resourceGroups"] = json!([{"coveredResources": ["nvidia.com/gpu"],
+        "flavors": [{"name": "default-flavor", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "32"}]}]}]);
+    sim.apply(cq).unwrap();
+    let b = backend(&sim, kueue_settings()).await;
+    // The preflight probe asks for no GPU, and is never admitted: it is not checked.
+    assert_eq!(b.preflight().access, Writability::Writable);
+
+    let mut bare = request(&job(1), 1);
+    bare.spec.gpus_per_node = 0;
+    let err = b.start(&cx(), &bare).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+    assert!(
+        err.message()
+            .contains("requests none of the resources ClusterQueue gpu covers (nvidia.com/gpu)")
+            && err.message().contains("add `pods` to the ClusterQueue's coveredResources"),
+        "{}",
+        err.message()
+    );
+    assert!(names(&sim, "trainjobs").is_empty(), "the TrainJob is stopped");
+
+    let object = b.start(&cx(), &request(&job(2), 1)).await.unwrap();
+    assert_eq!(b.inspect(&cx(), &object).await.unwrap().state, ObjectState::Gated);
+}
+
+#[tokio::test]
 async fn plain_mode_where_kueue_manages_queue_less_jobs_is_unsupported() {
     let sim = cluster().await;
     sim.set_kueue_manages_jobs_without_queue_name(true);

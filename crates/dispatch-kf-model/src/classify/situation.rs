@@ -54,6 +54,9 @@ pub(crate) fn notes<S: Str>(f: &Facts<'_, S>, outcome: &Outcome, gated: bool) ->
             }
         }
     }
+    if let Some(note) = admitted_without_the_gate(f) {
+        out.push(note);
+    }
     if alive && f.admitted() && !f.suspended() && f.job_set.is_none() {
         out.push("no JobSet yet".to_owned());
     }
@@ -103,6 +106,26 @@ pub(crate) fn notes<S: Str>(f: &Facts<'_, S>, outcome: &Outcome, gated: bool) ->
         per_pod_notes(unschedulable, &mut out);
     }
     out
+}
+
+/// Kueue mode: the Workload of a TrainJob dispatch made is admitted and lists no
+/// admission check. Kueue runs a ClusterQueue's checks only for the flavors it assigned,
+/// and assigns none to a job that requests none of the ClusterQueue's resources, so such
+/// a job runs without dispatch's check: unguarded by the readmission gate, its pods
+/// without an admission count from it. (A ClusterQueue the adapter accepts checks every
+/// flavor, so a Workload assigned any flavor lists dispatch's check.)
+fn admitted_without_the_gate<S: Str>(f: &Facts<'_, S>) -> Option<String> {
+    let w = f.workload.filter(|_| f.options.mode == Mode::Kueue && f.named.is_some())?;
+    if !f.admitted() || !w.admission_checks.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "Workload {} admitted without dispatch's admission check: the readmission gate does not \
+         guard it, and its pods get no admission count from it (Kueue runs a ClusterQueue's \
+         admission checks only for the flavors it assigns, and assigns none to a job that \
+         requests none of the ClusterQueue's resources)",
+        w.meta.name()
+    ))
 }
 
 /// `pod <p> terminating since <time>` (`on node <n>` when bound), for a pod with a

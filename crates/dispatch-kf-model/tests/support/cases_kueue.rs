@@ -71,6 +71,16 @@ fn gated() -> Scene {
 pub fn all() -> Vec<(&'static str, Value)> {
     let mut out = Vec::new();
     out.push(("kueue-running", Scene::kueue_running().dump()));
+    // Admitted with no flavor, so with no admission check (a job that requests none of
+    // its ClusterQueue's resources): its pods carry no admission count.
+    let mut s = Scene::kueue_running();
+    let wl = s.wl.as_mut().unwrap();
+    remove(wl, "/status/admissionChecks");
+    set(wl, "/status/admission/podSetAssignments/0/flavors", json!({}));
+    for pod in &mut s.pods {
+        remove(pod, "/metadata/annotations/dispatch.phpboyscout.uk~1admission");
+    }
+    out.push(("kueue-admitted-without-the-check", s.dump()));
     out.push(("kueue-gated", gated().dump()));
     let mut s = gated();
     set(s.wl.as_mut().unwrap(), HOLD, json!("1"));

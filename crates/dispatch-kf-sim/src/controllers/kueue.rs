@@ -2,7 +2,8 @@
 //! writes: a Workload per TrainJob labelled `kueue.x-k8s.io/queue-name` (named
 //! `trainjob-<name>-<5 hex>`, labelled with the job's UID, owned by it), the
 //! `admission-gated-by` annotation copied from the TrainJob while the Workload is active
-//! (`QuotaReserved=False`, `AdmissionGated`), `nvidia.com/gpu` quota in the ClusterQueue
+//! (`QuotaReserved=False`, `AdmissionGated`), flavors assigned and admission checks run
+//! per flavor as Kueue does (`kueue_flavors`), `nvidia.com/gpu` quota in the ClusterQueue
 //! of the LocalQueue, admission checks (Admitted once all are Ready; their podSetUpdates
 //! applied through the `kueue.x-k8s.io/manager` runtime patch), eviction when
 //! `spec.active` turns false (`Deactivated`) or a check asks for a retry
@@ -11,6 +12,7 @@
 
 use serde_json::{Value, json};
 
+use super::kueue_flavors;
 use super::scheduler::GPU;
 use super::util::{condition, controller_ref, deleting, is_true, owned, set_condition, str_at};
 use super::wake::{self, Ctl};
@@ -263,6 +265,9 @@ fn reconcile(state: &mut State, key: &Key, mut wl: Value) {
             reset_checks(&mut wl);
         }
         reserve(state, &mut wl, &now);
+        // The checks that apply to the flavors just assigned (none, for a Workload that
+        // was assigned none), as Kueue's workload controller syncs them next.
+        sync_checks(state, &mut wl, &now);
     }
     if is_true(&wl, "QuotaReserved") {
         let checks = wl
@@ -296,21 +301,23 @@ fn reserve(state: &State, wl: &mut Value, now: &str) {
         return;
     }
     match room_for(state, wl) {
-        Ok(queue) => reserve_in(wl, &queue, now),
+        Ok(queue) => reserve_in(wl, queue, now),
         Err((reason, message)) => {
             set_condition(wl, "QuotaReserved", "False", reason, &message, now);
         }
     }
 }
 
-/// The ClusterQueue a Workload reserves quota in, and the flavor of its GPUs.
+/// The ClusterQueue a Workload reserves quota in, and the flavors its pod sets are
+/// assigned there (`status.admission.podSetAssignments`).
 struct Queue {
     name: String,
-    flavor: String,
+    assignments: Vec<Value>,
 }
 
-/// The Workload's ClusterQueue, through its LocalQueue, when that has the GPUs it asks
-/// for free; else the reason and message of `QuotaReserved=False`.
+/// The Workload's ClusterQueue, through its LocalQueue, when that covers every resource
+/// it asks for and has the GPUs free; else the reason and message of
+/// `QuotaReserved=False`.
 fn room_for(state: &State, wl: &Value) -> Result<Queue, (&'static str, String)> {
     let ns = str_at(wl, "/metadata/namespace");
     let lq_name = str_at(wl, "/spec/queueName");
@@ -323,6 +330,7 @@ fn room_for(state: &State, wl: &Value) -> Result<Queue, (&'static str, String)> 
         .store
         .get(&Key::new(id("clusterqueues"), "", cq_name))
         .ok_or_else(|| ("Inadmissible", format!("ClusterQueue {cq_name} doesn't exist")))?;
+    let assignments = kueue_flavors::assign(cq, wl).map_err(|m| ("Pending", m))?;
     let (quota, flavor) = gpu_quota(cq);
     let used = gpus_reserved_in(state, cq_name);
     let want = gpus_of(wl);
@@ -335,7 +343,7 @@ fn room_for(state: &State, wl: &Value) -> Result<Queue, (&'static str, String)> 
             ),
         ));
     }
-    Ok(Queue { name: cq_name.to_owned(), flavor })
+    Ok(Queue { name: cq_name.to_owned(), assignments })
 }
 
 /// A ClusterQueue's nominal GPU quota, over all its flavors, and the flavor that has it.
@@ -377,9 +385,9 @@ fn gpus_reserved_in(state: &State, cq_name: &str) -> i64 {
 
 /// Reserves the Workload's quota in `queue`: its admission, `QuotaReserved=True`, and,
 /// as Kueue's SetQuotaReservation does, an eviction or preemption in force is over.
-fn reserve_in(wl: &mut Value, queue: &Queue, now: &str) {
-    let count = wl.pointer("/spec/podSets/0/count").cloned().unwrap_or(json!(1));
-    wl["status"]["admission"] = json!({"clusterQueue": queue.name, "podSetAssignments": [{"name": "node", "count": count, "flavors": {GPU: queue.flavor}}]});
+fn reserve_in(wl: &mut Value, queue: Queue, now: &str) {
+    wl["status"]["admission"] =
+        json!({"clusterQueue": queue.name, "podSetAssignments": queue.assignments});
     let message = format!("Quota reserved in ClusterQueue {}", queue.name);
     set_condition(wl, "QuotaReserved", "True", "QuotaReserved", &message, now);
     for kind in ["Evicted", "Preempted"] {
@@ -409,19 +417,14 @@ fn cluster_queue(state: &State, wl: &Value) -> Option<Value> {
     state.store.get(&Key::new(id("clusterqueues"), "", str_at(lq, "/spec/clusterQueue"))).cloned()
 }
 
-/// Lists the ClusterQueue's admission checks on the Workload, each Pending until its
-/// controller says otherwise, and drops checks the queue no longer has. Kueue's
-/// workload controller does this as soon as the Workload is in a ClusterQueue, before
-/// quota is reserved and while admission is gated (`reconcileSyncAdmissionChecks`).
+/// Lists the ClusterQueue's admission checks that apply to the Workload
+/// (`kueue_flavors::applicable_checks`) on it, each Pending until its controller says
+/// otherwise, and drops the others. Kueue's workload controller does this as soon as the
+/// Workload is in a ClusterQueue, before quota is reserved and while admission is gated,
+/// and again once flavors are assigned (`reconcileSyncAdmissionChecks`).
 fn sync_checks(state: &State, wl: &mut Value, now: &str) {
     let Some(cq) = cluster_queue(state, wl) else { return };
-    let names: Vec<String> = cq
-        .pointer("/spec/admissionChecksStrategy/admissionChecks")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["name"].as_str().map(str::to_string))
-        .collect();
+    let names = kueue_flavors::applicable_checks(&cq, wl.pointer("/status/admission"));
     let current = wl
         .pointer("/status/admissionChecks")
         .and_then(Value::as_array)

@@ -11,6 +11,7 @@ pub(crate) mod jobset;
 mod jobset_jobs;
 pub(crate) mod kubelet;
 pub(crate) mod kueue;
+mod kueue_flavors;
 pub(crate) mod nodes;
 pub(crate) mod scheduler;
 mod sha1;

@@ -202,8 +202,9 @@ pub(crate) enum Mode {
     Kueue,
 }
 
-/// The settings every scenario's Backend is made with.
-fn settings(mode: Mode) -> Settings {
+/// The settings every scenario's Backend is made with: in Kueue mode, on the LocalQueue
+/// `queue`.
+fn settings(mode: Mode, queue: &str) -> Settings {
     let runtimes: Vec<Value> = Runtime::ALL.into_iter().map(Runtime::reference).collect();
     let mut settings = json!({
         "name": "kubeflow-e2e",
@@ -213,7 +214,7 @@ fn settings(mode: Mode) -> Settings {
     });
     if mode == Mode::Kueue {
         settings["mode"] = json!("kueue");
-        settings["kueue"] = json!({"queue": QUEUE});
+        settings["kueue"] = json!({"queue": queue});
     }
     Settings::from_value(&settings).expect("the suite's settings are valid")
 }
@@ -362,7 +363,7 @@ impl World {
         }
         let cluster = Cluster::from_kube_config(config, std::time::Duration::from_secs(30))
             .expect("a client for the adapter");
-        let backend = KubeflowBackend::with_cluster(settings(mode), cluster, &cx())
+        let backend = KubeflowBackend::with_cluster(settings(mode, QUEUE), cluster, &cx())
             .await
             .unwrap_or_else(|e| panic!("Factory on {}: {e}", target.describe()));
         Some(World { target, backend, kube })
@@ -576,6 +577,78 @@ impl World {
                 if ready { Ok(()) } else { Err(format!("{:#?}", node.data["status"])) }
             })
             .await;
+    }
+
+    /// Applies the ClusterQueue `name`, of the shared setup's flavor `default-flavor`,
+    /// covering `covered` (a quota of 16 each) and checking every admission with the
+    /// setup's `dispatch-readmission`, and a LocalQueue `name` on it in the suite's
+    /// namespace. Applied again, it replaces what it covers.
+    pub(crate) async fn apply_queue(&self, name: &str, covered: &[&str]) {
+        let apply = PatchParams::apply(MANAGER).force();
+        let resources: Vec<Value> =
+            covered.iter().map(|r| json!({"name": r, "nominalQuota": "16"})).collect();
+        let cluster_queue = json!({
+            "apiVersion": keys::KUEUE_API_VERSION, "kind": "ClusterQueue",
+            "metadata": {"name": name},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [{"coveredResources": covered,
+                                    "flavors": [{"name": "default-flavor", "resources": resources}]}],
+                "admissionChecksStrategy": {"admissionChecks": [{"name": "dispatch-readmission"}]}
+            }
+        });
+        let local_queue = json!({
+            "apiVersion": keys::KUEUE_API_VERSION, "kind": "LocalQueue",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"clusterQueue": name}
+        });
+        let kueue = |kind: &str, plural: &str| {
+            let gvk = kube::api::GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", kind);
+            ApiResource::from_gvk_with_plural(&gvk, plural)
+        };
+        Api::<DynamicObject>::all_with(self.kube.clone(), &kueue("ClusterQueue", "clusterqueues"))
+            .patch(name, &apply, &Patch::Apply(&cluster_queue))
+            .await
+            .unwrap_or_else(|e| panic!("ClusterQueue {name}: {e}"));
+        Api::<DynamicObject>::namespaced_with(
+            self.kube.clone(),
+            NAMESPACE,
+            &kueue("LocalQueue", "localqueues"),
+        )
+        .patch(name, &apply, &Patch::Apply(&local_queue))
+        .await
+        .unwrap_or_else(|e| panic!("LocalQueue {name}: {e}"));
+    }
+
+    /// A Backend made by Factory on the same target in Kueue mode, on the LocalQueue
+    /// `queue`.
+    pub(crate) async fn backend_on(&self, queue: &str) -> KubeflowBackend {
+        let config = self.target.config().await;
+        let cluster = Cluster::from_kube_config(config, std::time::Duration::from_secs(30))
+            .expect("a client for the adapter");
+        KubeflowBackend::with_cluster(settings(Mode::Kueue, queue), cluster, &cx())
+            .await
+            .unwrap_or_else(|e| panic!("Factory on queue {queue}: {e}"))
+    }
+
+    /// The admission count (`d/admission`) each pod of `job`'s TrainJob `name` carries,
+    /// by pod name; `None` for a pod without one.
+    pub(crate) async fn pod_admissions(&self, job: &JobId, name: &str) -> Vec<Option<String>> {
+        let mut pods: Vec<(String, Option<String>)> = self
+            .labelled(Kind::Pod, job)
+            .await
+            .into_iter()
+            .filter(|p| {
+                let labels = p.metadata.labels.as_ref();
+                labels.and_then(|l| l.get(keys::JOBSET_NAME)).map(String::as_str) == Some(name)
+            })
+            .map(|p| {
+                let annotations = p.metadata.annotations.unwrap_or_default();
+                (p.metadata.name.unwrap_or_default(), annotations.get(keys::ANN_ADMISSION).cloned())
+            })
+            .collect();
+        pods.sort();
+        pods.into_iter().map(|(_, admission)| admission).collect()
     }
 
     /// The pods of `job`'s TrainJob `name`, by rank: (pod, node).
