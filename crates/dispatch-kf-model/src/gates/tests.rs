@@ -204,6 +204,9 @@ fn kueue_holds_deactivate_the_workload_and_release_reactivates_it() {
     assert_eq!(wl["metadata"]["annotations"][keys::ANN_RELEASES], "2");
 }
 
+/// One call of the family on an object.
+type EditOf = fn(&mut Value) -> Result<Edit, Error>;
+
 /// An object that is not one (null, a number, an array) or whose metadata,
 /// annotations or spec is not an object is refused, never edited into a made-up one
 /// and written.
@@ -217,7 +220,7 @@ fn malformed_objects_are_refused_without_panicking_or_being_edited() {
         json!({"metadata": {"annotations": "x"}}),
         json!({"metadata": {}, "spec": [true]}),
     ] {
-        let calls: [(&str, fn(&mut Value) -> Result<Edit, Error>); 6] = [
+        let calls: [(&str, EditOf); 6] = [
             ("open_plain", |v| open_plain(v, &calm())),
             ("open_kueue", |v| open_kueue(v, &calm())),
             ("hold_plain", |v| hold_plain(v, 1, &calm())),
