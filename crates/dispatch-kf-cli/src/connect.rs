@@ -105,9 +105,16 @@ impl ClusterArgs {
                 ))
             })?;
         let cache = self.cache(&settings).await;
-        if need == Need::Write
-            && let Some(trusted) = cache.as_ref().and_then(|c| c.trusted(Timestamp::now(), max_age))
-        {
+        let trusted = match (need, &cache) {
+            (Need::Write, Some(cache)) => {
+                cache.trusted(Timestamp::now(), max_age).unwrap_or_else(|why| {
+                    eprintln!("dispatch-kf: warning: not trusting the kept preflight: {why}");
+                    None
+                })
+            }
+            _ => None,
+        };
+        if let Some(trusted) = trusted {
             if self.verbose {
                 eprintln!(
                     "dispatch-kf: trusting the preflight kept {:.0}s ago (younger than --preflight-max-age {}) in {}",
@@ -121,19 +128,23 @@ impl ClusterArgs {
         if self.verbose {
             eprintln!("dispatch-kf: running the preflight in full");
         }
+        // What Factory proves, it proves after this: the kept preflight counts its age,
+        // and its gate proof's, from here.
+        let began = Timestamp::now();
         let backend = KubeflowBackend::new(settings, cx).await?;
-        if let Some(cache) = cache {
-            cache.keep(backend.preflight(), Timestamp::now());
+        if let Some(Err(why)) = cache.map(|c| c.keep(backend.preflight(), began)) {
+            eprintln!("dispatch-kf: warning: not keeping the preflight: {why}");
         }
         Ok(backend)
     }
 
-    /// Where the preflights of these settings' cluster are kept; `None` without a
-    /// cache folder or a configuration that loads (Factory then says what is wrong).
+    /// Where the preflights of these settings' cluster and identity are kept; `None`
+    /// without a cache folder or a configuration that loads (Factory then says what is
+    /// wrong).
     async fn cache(&self, settings: &Settings) -> Option<Cache> {
         let config = ClusterConfig::of(settings.kubeconfig.as_ref(), Duration::from_secs(30));
-        let server = config.server().await.ok()?;
-        Cache::of(dirs::cache_dir().as_deref(), &server, settings)
+        let identity = config.identity().await.ok()?;
+        Cache::of(dirs::cache_dir().as_deref(), &identity, settings)
     }
 }
 

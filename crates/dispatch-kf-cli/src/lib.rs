@@ -17,6 +17,7 @@ mod observe;
 mod output;
 mod preflight;
 mod preflight_cache;
+mod private_file;
 mod render;
 mod settings;
 mod shell;

@@ -1,4 +1,4 @@
-//! The last preflight a writing command trusted, per cluster and settings
+//! The last preflight a writing command trusted, per cluster, identity and settings
 //! (docs/cli.md#fast-commands-the-preflight-cache): kept in the platform's cache
 //! folder (`~/.cache/dispatch-kf/preflight/` on Linux), so that `hold` takes about as
 //! long as `find` instead of probing the cluster every time.
@@ -6,33 +6,44 @@
 //! Only a preflight that found the Backend writable is kept: one that found it
 //! observe-only is run again by the next command, so a fixed permission takes effect
 //! at once. A kept preflight is trusted while it is younger than `--preflight-max-age`
-//! (10 minutes by default; `0s` never trusts one); `preflight` always runs in full and
-//! keeps what it finds. The cluster is named by its server's URL; the settings by all
-//! they hold, so any change of either is a miss.
+//! (10 minutes by default; `0s` never trusts one), and one that proved Kueue's
+//! readmission gate only while it is younger than the gate controller's Lease duration
+//! too; `preflight` always runs in full and keeps what it finds. The key is the
+//! apiserver's URL, the kubeconfig context and user, a digest of the credentials they
+//! send, and all the settings hold, so any change of one is a miss. The files are the
+//! user's alone (`private_file.rs`).
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 use dispatch_kf::Preflight;
+use dispatch_kf_client::Identity;
 use dispatch_kf_model::Settings;
 use dispatch_kf_model::capabilities::{PreflightFacts, Writability};
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
+use crate::private_file::{self, NotWritten};
+
 /// One kept preflight.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Kept {
-    /// The cluster and settings it was made for, whole (the file name is their hash).
+    /// The cluster, identity and settings it was made for, whole (the file name is
+    /// their hash). The credentials are in it as their digest only.
     key: String,
-    /// When it was made.
+    /// When it was made: at the latest, when Factory began.
     at: Timestamp,
     facts: PreflightFacts,
     nodes_readable: bool,
     lacking: Vec<String>,
+    /// With a proven readmission gate, the Lease duration past which the proof says
+    /// nothing.
+    #[serde(default)]
+    gate_lease: Option<SignedDuration>,
 }
 
-/// Where the preflights of one cluster and settings are kept.
+/// Where the preflights of one cluster, identity and settings are kept.
 pub(crate) struct Cache {
     path: PathBuf,
     key: String,
@@ -46,10 +57,17 @@ pub(crate) struct Trusted {
 }
 
 impl Cache {
-    /// The cache of the cluster at `server` with `settings`, under `dir` (the
+    /// The cache of `identity`'s preflights with `settings`, under `dir` (the
     /// platform's cache folder); `None` when there is no such folder.
-    pub(crate) fn of(dir: Option<&Path>, server: &str, settings: &Settings) -> Option<Cache> {
-        let key = format!("{server}\n{settings:?}");
+    pub(crate) fn of(
+        dir: Option<&Path>,
+        identity: &Identity,
+        settings: &Settings,
+    ) -> Option<Cache> {
+        let Identity { server, context, user, credentials } = identity;
+        let key = format!(
+            "server {server}\ncontext {context}\nuser {user}\ncredentials sha256:{credentials}\n{settings:?}"
+        );
         let mut hasher = std::hash::DefaultHasher::new();
         key.hash(&mut hasher);
         let path =
@@ -58,45 +76,58 @@ impl Cache {
     }
 
     /// The kept preflight, when there is one for this key younger than `max_age` at
-    /// `now`. A file that cannot be read is a miss, never an error: the command then
-    /// runs the preflight in full.
-    pub(crate) fn trusted(&self, now: Timestamp, max_age: SignedDuration) -> Option<Trusted> {
-        let kept: Kept = serde_json::from_slice(&std::fs::read(&self.path).ok()?).ok()?;
+    /// `now` (and than its gate proof's Lease duration). A file that cannot be read is
+    /// a miss, never an error: the command then runs the preflight in full. `Err` says
+    /// why a file or folder that is there was not trusted (not this user's, or others
+    /// may write it): a miss too, that the caller reports.
+    pub(crate) fn trusted(
+        &self,
+        now: Timestamp,
+        max_age: SignedDuration,
+    ) -> Result<Option<Trusted>, String> {
+        let Some(bytes) = private_file::read(&self.path)? else { return Ok(None) };
+        let Ok(kept) = serde_json::from_slice::<Kept>(&bytes) else { return Ok(None) };
         let age = now.duration_since(kept.at);
         if kept.key != self.key || age.is_negative() || age >= max_age {
-            return None;
+            return Ok(None);
         }
-        Some(Trusted {
-            preflight: Preflight::of(kept.facts, kept.nodes_readable, kept.lacking),
+        let gate_proven = kept.facts.readmission_gate.is_ok();
+        if gate_proven && kept.gate_lease.is_none_or(|lease| age >= lease) {
+            return Ok(None);
+        }
+        Ok(Some(Trusted {
+            preflight: Preflight::of(
+                kept.facts,
+                kept.nodes_readable,
+                kept.lacking,
+                kept.gate_lease,
+            ),
             age,
             path: self.path.clone(),
-        })
+        }))
     }
 
-    /// Keeps `preflight`, made at `now`, when it found the Backend writable; removes
+    /// Keeps `preflight`, made at `at`, when it found the Backend writable; removes
     /// what was kept otherwise. Failing to write is not an error: the next command
-    /// runs the preflight again.
-    pub(crate) fn keep(&self, preflight: &Preflight, now: Timestamp) {
+    /// runs the preflight again. `Err` says why a folder that is there was not written
+    /// in (not this user's, or others may write it).
+    pub(crate) fn keep(&self, preflight: &Preflight, at: Timestamp) -> Result<(), String> {
         if preflight.access != Writability::Writable {
             let _ = std::fs::remove_file(&self.path);
-            return;
+            return Ok(());
         }
         let kept = Kept {
             key: self.key.clone(),
-            at: now,
+            at,
             facts: preflight.facts.clone(),
             nodes_readable: preflight.nodes_readable,
             lacking: preflight.lacking.clone(),
+            gate_lease: preflight.gate_lease,
         };
-        let Ok(json) = serde_json::to_vec_pretty(&kept) else { return };
-        if let Some(dir) = self.path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        // Written whole then renamed: a command reading at the same time sees the old
-        // file or the new one, never half of one.
-        let partial = self.path.with_extension(format!("{}.partial", std::process::id()));
-        if std::fs::write(&partial, json).is_ok() {
-            let _ = std::fs::rename(&partial, &self.path);
+        let Ok(json) = serde_json::to_vec_pretty(&kept) else { return Ok(()) };
+        match private_file::write(&self.path, &json) {
+            Err(NotWritten::Untrusted(why)) => Err(why),
+            Ok(()) | Err(NotWritten::Failed) => Ok(()),
         }
     }
 }
@@ -119,10 +150,23 @@ mod tests {
         }
     }
 
+    fn writable(facts: PreflightFacts, gate_lease: Option<SignedDuration>) -> Preflight {
+        Preflight::of(facts, true, Vec::new(), gate_lease)
+    }
+
     fn settings(namespace: &str) -> Settings {
         let doc = serde_json::json!({"name": "kf", "namespace": namespace,
             "runtimes": [{"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}]});
         Settings::from_value(&doc).unwrap()
+    }
+
+    fn identity(server: &str, user: &str) -> Identity {
+        Identity {
+            server: server.into(),
+            context: format!("{user}@c"),
+            user: user.into(),
+            credentials: format!("{user:0>64}"),
+        }
     }
 
     fn dir(name: &str) -> PathBuf {
@@ -132,40 +176,126 @@ mod tests {
         dir
     }
 
+    fn t0() -> Timestamp {
+        "2026-12-01T12:00:00Z".parse().unwrap()
+    }
+
+    const TEN: SignedDuration = SignedDuration::from_mins(10);
+
     #[test]
     fn a_writable_preflight_is_trusted_until_it_is_too_old_and_only_for_its_key() {
         let dir = dir("age");
-        let t0: Timestamp = "2026-12-01T12:00:00Z".parse().unwrap();
-        let cache = Cache::of(Some(&dir), "https://a:6443", &settings("ns")).unwrap();
-        let ten = SignedDuration::from_mins(10);
-        assert!(cache.trusted(t0, ten).is_none(), "nothing kept yet");
-        cache.keep(&Preflight::of(facts(), true, Vec::new()), t0);
-        let later = t0 + SignedDuration::from_mins(9);
-        let trusted = cache.trusted(later, ten).expect("younger than ten minutes");
+        let alice = identity("https://a:6443", "alice");
+        let cache = Cache::of(Some(&dir), &alice, &settings("ns")).unwrap();
+        assert!(cache.trusted(t0(), TEN).unwrap().is_none(), "nothing kept yet");
+        cache.keep(&writable(facts(), None), t0()).unwrap();
+        let later = t0() + SignedDuration::from_mins(9);
+        let trusted = cache.trusted(later, TEN).unwrap().expect("younger than ten minutes");
         assert_eq!(trusted.preflight.facts, facts());
         assert!(trusted.preflight.nodes_readable);
         assert_eq!(trusted.age, SignedDuration::from_mins(9));
-        assert!(cache.trusted(t0 + ten, ten).is_none(), "ten minutes old is too old");
-        assert!(cache.trusted(t0, SignedDuration::ZERO).is_none(), "0s trusts nothing");
-        let other_ns = Cache::of(Some(&dir), "https://a:6443", &settings("other")).unwrap();
-        assert!(other_ns.trusted(later, ten).is_none(), "other settings miss");
-        let other_cluster = Cache::of(Some(&dir), "https://b:6443", &settings("ns")).unwrap();
-        assert!(other_cluster.trusted(later, ten).is_none(), "another cluster misses");
+        assert!(cache.trusted(t0() + TEN, TEN).unwrap().is_none(), "ten minutes old is too old");
+        assert!(cache.trusted(t0(), SignedDuration::ZERO).unwrap().is_none(), "0s trusts nothing");
+        let other_ns = Cache::of(Some(&dir), &alice, &settings("other")).unwrap();
+        assert!(other_ns.trusted(later, TEN).unwrap().is_none(), "other settings miss");
+        let other_cluster =
+            Cache::of(Some(&dir), &identity("https://b:6443", "alice"), &settings("ns")).unwrap();
+        assert!(other_cluster.trusted(later, TEN).unwrap().is_none(), "another cluster misses");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Two contexts of one kubeconfig, on one server, as two users: each has its own
+    /// entry, and the credentials are kept as their digest only.
+    #[test]
+    fn two_contexts_with_different_users_on_one_server_get_different_entries() {
+        let dir = dir("users");
+        std::fs::create_dir_all(&dir).unwrap();
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            "apiVersion: v1\nkind: Config\ncurrent-context: alice\n\
+             clusters: [{name: c, cluster: {server: 'https://a:6443'}}]\n\
+             contexts: [{name: alice, context: {cluster: c, user: alice}},\n\
+                        {name: bob, context: {cluster: c, user: bob}}]\n\
+             users: [{name: alice, user: {token: alice-secret-token}},\n\
+                     {name: bob, user: {token: bob-secret-token}}]\n",
+        )
+        .unwrap();
+        let identity_of = |context: Option<&str>| {
+            let config = dispatch_kf_client::ClusterConfig {
+                kubeconfig: Some(kubeconfig.clone()),
+                context: context.map(str::to_owned),
+                request_timeout: std::time::Duration::from_secs(5),
+            };
+            crate::connect::block_on(config.identity()).unwrap()
+        };
+        let (alice, bob) = (identity_of(None), identity_of(Some("bob")));
+        assert_eq!(alice.server, bob.server);
+        assert_eq!((alice.context.as_str(), alice.user.as_str()), ("alice", "alice"));
+        assert_eq!((bob.context.as_str(), bob.user.as_str()), ("bob", "bob"));
+        assert_ne!(alice.credentials, bob.credentials);
+
+        let cache = |who: &Identity| Cache::of(Some(&dir), who, &settings("ns")).unwrap();
+        cache(&alice).keep(&writable(facts(), None), t0()).unwrap();
+        assert_ne!(cache(&alice).path, cache(&bob).path);
+        assert!(cache(&bob).trusted(t0(), TEN).unwrap().is_none(), "bob trusts not alice's");
+        assert!(cache(&alice).trusted(t0(), TEN).unwrap().is_some());
+        let kept = std::fs::read_to_string(&cache(&alice).path).unwrap();
+        assert!(!kept.contains("secret-token") && kept.contains(&alice.credentials), "{kept}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_kept_file_is_0600_in_a_0700_folder_and_a_file_others_may_write_is_not_trusted() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = dir("modes");
+        let cache = Cache::of(Some(&dir), &identity("https://a:6443", "a"), &settings("ns"));
+        let cache = cache.unwrap();
+        cache.keep(&writable(facts(), None), t0()).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&cache.path), mode(cache.path.parent().unwrap())), (0o600, 0o700));
+        let loose = std::fs::Permissions::from_mode(0o646);
+        std::fs::set_permissions(&cache.path, loose).unwrap();
+        let why = cache.trusted(t0(), TEN).err().expect("not trusted, and said so");
+        assert!(why.contains(&cache.path.display().to_string()), "{why}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A proof of Kueue's readmission gate (the Lease fresh, the AdmissionCheck Active)
+    /// is trusted no longer than the Lease's duration, however young the rest is.
+    #[test]
+    fn a_kueue_gate_proof_older_than_the_lease_duration_is_not_trusted() {
+        let dir = dir("lease");
+        let cache = Cache::of(Some(&dir), &identity("https://a:6443", "a"), &settings("ns"));
+        let cache = cache.unwrap();
+        let proven = PreflightFacts {
+            mode: Mode::Kueue,
+            may_update_workloads: true,
+            readmission_gate: Ok(()),
+            ..facts()
+        };
+        let lease = SignedDuration::from_secs(15);
+        cache.keep(&writable(proven.clone(), Some(lease)), t0()).unwrap();
+        let young = cache.trusted(t0() + SignedDuration::from_secs(14), TEN).unwrap();
+        assert_eq!(young.expect("within the Lease's duration").preflight.gate_lease, Some(lease));
+        assert!(cache.trusted(t0() + lease, TEN).unwrap().is_none(), "as old as the Lease");
+        cache.keep(&writable(proven, None), t0()).unwrap();
+        assert!(cache.trusted(t0(), TEN).unwrap().is_none(), "a proof of unknown duration");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn an_observe_only_preflight_is_not_kept_and_removes_the_kept_one() {
         let dir = dir("observe-only");
-        let t0: Timestamp = "2026-12-01T12:00:00Z".parse().unwrap();
-        let cache = Cache::of(Some(&dir), "https://a:6443", &settings("ns")).unwrap();
-        cache.keep(&Preflight::of(facts(), false, Vec::new()), t0);
+        let cache = Cache::of(Some(&dir), &identity("https://a:6443", "a"), &settings("ns"));
+        let cache = cache.unwrap();
+        cache.keep(&Preflight::of(facts(), false, Vec::new(), None), t0()).unwrap();
         let mut denied = facts();
         denied.missing_writes = vec!["create trainjobs".into()];
-        cache.keep(&Preflight::of(denied, false, Vec::new()), t0);
-        assert!(cache.trusted(t0, SignedDuration::from_mins(10)).is_none());
+        cache.keep(&Preflight::of(denied, false, Vec::new(), None), t0()).unwrap();
+        assert!(cache.trusted(t0(), TEN).unwrap().is_none());
         std::fs::write(&cache.path, b"not json").unwrap();
-        assert!(cache.trusted(t0, SignedDuration::from_mins(10)).is_none(), "a bad file misses");
+        assert!(cache.trusted(t0(), TEN).unwrap().is_none(), "a bad file misses");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

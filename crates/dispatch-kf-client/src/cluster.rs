@@ -12,6 +12,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig as KubeconfigFile};
 use crate::error_map::{
     Case, DEADLINE_PASSED, Outcome, RequestClass, before_sending, case, sentinel,
 };
+use crate::identity::{self, Identity};
 use crate::transport::{outcome_of, token_failure};
 
 /// Where the cluster's configuration comes from.
@@ -48,6 +49,18 @@ impl ClusterConfig {
     /// another. A configuration that cannot load is `Invalid`.
     pub async fn server(&self) -> Result<String> {
         Ok(load(self).await?.cluster_url.to_string())
+    }
+
+    /// Who this configuration sends its requests as, and to which apiserver. A
+    /// configuration that cannot load is `Invalid`.
+    pub async fn identity(&self) -> Result<Identity> {
+        let (config, (context, user)) = load_named(self).await?;
+        Ok(Identity {
+            server: config.cluster_url.to_string(),
+            context,
+            user,
+            credentials: identity::credentials(&config.auth_info),
+        })
     }
 }
 
@@ -281,24 +294,36 @@ fn interrupted(class: RequestClass, what: &str, why: &str) -> Error {
 
 /// Loads the kube configuration the settings name.
 async fn load(config: &ClusterConfig) -> Result<kube::Config> {
+    Ok(load_named(config).await?.0)
+}
+
+/// [`load`], with the kubeconfig context and user it was loaded from (both empty for
+/// the in-cluster configuration).
+async fn load_named(config: &ClusterConfig) -> Result<(kube::Config, (String, String))> {
     let options =
         KubeConfigOptions { context: config.context.clone(), ..KubeConfigOptions::default() };
     let invalid = |what: String, e: kube::config::KubeconfigError| {
         Error::invalid(format!("{what}: {e}")).with_source(e)
     };
-    match &config.kubeconfig {
+    let (file, what) = match &config.kubeconfig {
         Some(path) => {
             let file = KubeconfigFile::read_from(path)
                 .map_err(|e| invalid(format!("cannot load kubeconfig {}", path.display()), e))?;
-            kube::Config::from_custom_kubeconfig(file, &options)
-                .await
-                .map_err(|e| invalid(format!("cannot use kubeconfig {}", path.display()), e))
+            (file, format!("cannot use kubeconfig {}", path.display()))
         }
         None => match kube::Config::incluster() {
-            Ok(c) if config.context.is_none() => Ok(c),
-            _ => kube::Config::from_kubeconfig(&options).await.map_err(|e| {
-                invalid("no in-cluster configuration and no usable kubeconfig".into(), e)
-            }),
+            Ok(c) if config.context.is_none() => return Ok((c, Default::default())),
+            _ => {
+                let no_config = "no in-cluster configuration and no usable kubeconfig";
+                (
+                    KubeconfigFile::read().map_err(|e| invalid(no_config.into(), e))?,
+                    no_config.into(),
+                )
+            }
         },
-    }
+    };
+    let names = identity::names(&file, &options);
+    let loaded =
+        kube::Config::from_custom_kubeconfig(file, &options).await.map_err(|e| invalid(what, e))?;
+    Ok((loaded, names))
 }

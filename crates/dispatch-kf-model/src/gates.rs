@@ -43,6 +43,29 @@ fn object(value: &mut Value) -> &mut Map<String, Value> {
     value.as_object_mut().expect("made an object just above")
 }
 
+/// Refuses an object the hold family cannot edit without making parts of it up: one
+/// that is not a JSON object, or whose `metadata`, `metadata.annotations` or `spec` is
+/// present and not an object. The apiserver never returns one; a write of what the
+/// edit would make of it could only replace what someone else wrote.
+fn well_formed(value: &Value) -> Result<(), Error> {
+    let is_object_or_absent = |v: Option<&Value>| v.is_none_or(|v| v.is_null() || v.is_object());
+    let shape = if !value.is_object() {
+        Some("it is not a JSON object")
+    } else if !is_object_or_absent(value.get("metadata")) {
+        Some("its metadata is not an object")
+    } else if !is_object_or_absent(value.pointer("/metadata/annotations")) {
+        Some("its annotations are not an object")
+    } else if !is_object_or_absent(value.get("spec")) {
+        Some("its spec is not an object")
+    } else {
+        None
+    };
+    match shape {
+        Some(why) => Err(Error::rejected(format!("the object as read is malformed: {why}"))),
+        None => Ok(()),
+    }
+}
+
 /// The member `key` of `value` (made an object first, if need be).
 fn field<'a>(value: &'a mut Value, key: &str) -> &'a mut Value {
     object(value).entry(key).or_insert(Value::Null)
@@ -129,6 +152,7 @@ pub fn check_instance(instance: u64) -> Result<(), Error> {
 /// Plain-mode Open: lift the start gate (`spec.suspend: false`, admission 1), unless a
 /// dispatch hold keeps it stopped (then only the admission count moves).
 pub fn open_plain(train_job: &mut Value, situation: &Situation) -> Result<Edit, Error> {
+    well_formed(train_job)?;
     let count = admission(train_job);
     if situation.ended {
         return Err(ended_before_open(count == 0));
@@ -148,6 +172,7 @@ pub fn open_plain(train_job: &mut Value, situation: &Situation) -> Result<Edit, 
 /// Kueue-mode Open: remove dispatch's start gate from the TrainJob's
 /// `kueue.x-k8s.io/admission-gated-by` (the annotation goes when it was the only gate).
 pub fn open_kueue(train_job: &mut Value, situation: &Situation) -> Result<Edit, Error> {
+    well_formed(train_job)?;
     let gates: Vec<String> = annotation(train_job, keys::KUEUE_ADMISSION_GATED_BY)
         .map(|g| g.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
         .unwrap_or_default();
@@ -204,6 +229,7 @@ fn hold(
     situation: &Situation,
     stop: fn(&mut Value),
 ) -> Result<Edit, Error> {
+    well_formed(held)?;
     check_instance(instance)?;
     if situation.ended {
         return Err(Error::rejected("the TrainJob has ended: there is nothing to hold"));
@@ -226,6 +252,7 @@ pub fn release_plain(
     instance: u64,
     situation: &Situation,
 ) -> Result<Edit, Error> {
+    well_formed(train_job)?;
     check_instance(instance)?;
     match hold_in_force(train_job)? {
         None => return Ok(Edit::Unchanged),
@@ -248,6 +275,7 @@ pub fn release_plain(
 /// again and counts the Release in `d/releases`, so the gate controller permits one
 /// more admission (`readmission::decide`).
 pub fn release_kueue(workload: &mut Value, instance: u64) -> Result<Edit, Error> {
+    well_formed(workload)?;
     check_instance(instance)?;
     match hold_in_force(workload)? {
         None => return Ok(Edit::Unchanged),

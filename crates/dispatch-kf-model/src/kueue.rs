@@ -94,6 +94,13 @@ fn lists_check(cluster_queue: &Value, check: &str) -> bool {
     by_strategy || plain.into_iter().flatten().any(|c| c.as_str() == Some(check))
 }
 
+/// The Lease's `leaseDurationSeconds`: how long a holder's renewal holds, and so how
+/// long a proof that it was fresh says anything. `None` when absent or not positive.
+pub fn lease_duration(lease: &Value) -> Option<jiff::SignedDuration> {
+    let seconds = lease.pointer("/spec/leaseDurationSeconds").and_then(Value::as_i64)?;
+    (seconds > 0).then(|| jiff::SignedDuration::from_secs(seconds))
+}
+
 /// The Lease has a holder, and `renewTime + leaseDurationSeconds` is not before `now`.
 pub fn lease_is_fresh(lease: &Value, now: Timestamp) -> Result<(), String> {
     let holder = text(lease, "/spec/holderIdentity").unwrap_or("");
@@ -101,13 +108,12 @@ pub fn lease_is_fresh(lease: &Value, now: Timestamp) -> Result<(), String> {
         return Err("the gate controller's Lease has no holder".to_owned());
     }
     let renewed = text(lease, "/spec/renewTime").and_then(|t| t.parse::<Timestamp>().ok());
-    let duration = lease.pointer("/spec/leaseDurationSeconds").and_then(Value::as_i64);
-    let (Some(renewed), Some(duration)) = (renewed, duration) else {
+    let (Some(renewed), Some(duration)) = (renewed, lease_duration(lease)) else {
         return Err(format!(
             "the gate controller's Lease (held by {holder}) has no renewTime or leaseDurationSeconds"
         ));
     };
-    let expires = renewed.checked_add(jiff::SignedDuration::from_secs(duration)).unwrap_or(renewed);
+    let expires = renewed.checked_add(duration).unwrap_or(renewed);
     if expires < now {
         return Err(format!("the gate controller's Lease (held by {holder}) expired at {expires}"));
     }
@@ -259,6 +265,8 @@ mod tests {
         let stale = json!({"spec": {"holderIdentity": "gate-0", "renewTime": "2026-11-29T11:00:00Z", "leaseDurationSeconds": 15}});
         let err = prove(&[Some(&g[0]), Some(&g[1]), Some(&g[2]), Some(&stale)]).unwrap_err();
         assert!(err.contains("expired at 2026-11-29T11:00:15Z"), "{err}");
+        assert_eq!(lease_duration(&stale), Some(jiff::SignedDuration::from_secs(15)));
+        assert_eq!(lease_duration(&json!({"spec": {"leaseDurationSeconds": 0}})), None);
         let unheld = json!({"spec": {"leaseDurationSeconds": 15}});
         assert!(lease_is_fresh(&unheld, now()).unwrap_err().contains("no holder"));
     }

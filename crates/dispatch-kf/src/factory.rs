@@ -15,8 +15,9 @@ use dispatch_kf_client::resources::{
 };
 use dispatch_kf_client::{Cluster, ClusterConfig, Permission, Resource};
 use dispatch_kf_model::capabilities::{self, PreflightFacts, Writability};
-use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, prove_gate};
+use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, lease_duration, prove_gate};
 use dispatch_kf_model::{Mode, Purpose, Settings, keys, probe_request};
+use jiff::SignedDuration;
 use serde_json::Value;
 
 use crate::hub::Hub;
@@ -36,6 +37,10 @@ pub struct Preflight {
     /// Permissions the adapter may use but lacks, each with what degrades without it
     /// (deleting orphaned JobSets and pods); empty when it has them all.
     pub lacking: Vec<String>,
+    /// Kueue mode with the readmission gate proven: the gate controller's Lease
+    /// duration. The proof (the Lease fresh, the AdmissionCheck Active) says nothing
+    /// once that long has passed since it was made; `None` when there is no proof.
+    pub gate_lease: Option<SignedDuration>,
 }
 
 /// The group-versions the adapter needs, by mode.
@@ -190,6 +195,8 @@ struct Learned {
     nodes_readable: bool,
     /// The permissions the adapter lacks and works without, each with what it loses.
     lacking: Vec<String>,
+    /// The Lease duration of a proven readmission gate.
+    gate_lease: Option<SignedDuration>,
 }
 
 impl Learned {
@@ -217,9 +224,9 @@ impl Learned {
             }
             (not_granted(cluster, cx, ns, write_permissions()).await?, lacking)
         };
-        let readmission_gate = match settings.mode {
+        let (readmission_gate, gate_lease) = match settings.mode {
             Mode::Kueue => prove_readmission_gate(cluster, settings, cx).await?,
-            Mode::Plain => Err("not in Kueue mode".to_owned()),
+            Mode::Plain => (Err("not in Kueue mode".to_owned()), None),
         };
         let facts = PreflightFacts {
             mode: settings.mode,
@@ -231,7 +238,7 @@ impl Learned {
             probe_started: Ok(()),
             missing_writes,
         };
-        Ok(Learned { facts, nodes_readable, lacking })
+        Ok(Learned { facts, nodes_readable, lacking, gate_lease })
     }
 
     /// The Backend these facts make.
@@ -241,7 +248,8 @@ impl Learned {
         settings: Settings,
         cluster: Cluster,
     ) -> KubeflowBackend {
-        let preflight = Preflight::of(facts, self.nodes_readable, self.lacking.clone());
+        let preflight =
+            Preflight::of(facts, self.nodes_readable, self.lacking.clone(), self.gate_lease);
         KubeflowBackend::made(settings, cluster, preflight)
     }
 }
@@ -249,10 +257,16 @@ impl Learned {
 impl Preflight {
     /// The preflight these facts make: whether the Backend writes, and every
     /// capability's answer, follow from them.
-    pub fn of(facts: PreflightFacts, nodes_readable: bool, lacking: Vec<String>) -> Preflight {
+    pub fn of(
+        facts: PreflightFacts,
+        nodes_readable: bool,
+        lacking: Vec<String>,
+        gate_lease: Option<SignedDuration>,
+    ) -> Preflight {
         Preflight {
             access: capabilities::access(&facts),
             capabilities: capabilities::answers(&facts, None),
+            gate_lease: gate_lease.filter(|_| facts.readmission_gate.is_ok()),
             facts,
             nodes_readable,
             lacking,
@@ -419,14 +433,14 @@ pub(crate) async fn read_queues(
 }
 
 /// Reads the LocalQueue, its ClusterQueue, the AdmissionCheck and the Lease, and
-/// proves the readmission gate from them.
+/// proves the readmission gate from them; with the proof, the Lease's duration.
 async fn prove_readmission_gate(
     cluster: &Cluster,
     settings: &Settings,
     cx: &CallContext,
-) -> Result<Result<(), String>> {
+) -> Result<(Result<(), String>, Option<SignedDuration>)> {
     let Some(kueue) = &settings.kueue else {
-        return Ok(Err("kueue settings are missing".to_owned()));
+        return Ok((Err("kueue settings are missing".to_owned()), None));
     };
     let ns = &settings.namespace;
     let (local_queue, cluster_queue) = read_queues(cluster, settings, cx).await?;
@@ -440,7 +454,9 @@ async fn prove_readmission_gate(
         admission_check: admission_check.as_ref(),
         lease: lease.as_ref(),
     };
-    Ok(prove_gate(&objects, &kueue.queue, &kueue.admission_check, edge::now()))
+    let proof = prove_gate(&objects, &kueue.queue, &kueue.admission_check, edge::now());
+    let duration = lease.as_ref().and_then(lease_duration).filter(|_| proof.is_ok());
+    Ok((proof, duration))
 }
 
 #[cfg(test)]

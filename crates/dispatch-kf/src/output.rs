@@ -71,6 +71,7 @@ impl Inner {
             return Err(unsupported());
         }
         let snapshot = self.snapshot(cx, &target.job).await?;
+        crate::refs::held(&snapshot, object)?;
         let pods: Vec<_> = match object.kind {
             ObjectKind::TrainJob | ObjectKind::JobSet => {
                 ranks::current_execution(&snapshot, &object.name)

@@ -4,7 +4,9 @@
 use dispatch_core::{Error, JobId, ObjectKind, ObjectObs, ObjectRef, Result};
 use dispatch_kf_client::Resource;
 use dispatch_kf_client::resources::{JOB_SET, POD, TRAIN_JOB, TRAINING_RUNTIME};
+use dispatch_kf_model::Snapshot;
 use dispatch_kf_model::names;
+use dispatch_kf_model::object::Meta;
 
 use crate::Inner;
 
@@ -89,10 +91,33 @@ pub(crate) fn pick(observations: Vec<ObjectObs>, object: &ObjectRef) -> Result<O
         }
         others |= same_name(&obs);
     }
+    Err(missing(object, others))
+}
+
+/// Checks that `snapshot` holds the object `object` names, of its UID: `NotFound` when
+/// it is gone or its name is now held by another UID. A pod counts while it exists and
+/// once deleted while a Watch kept its last state.
+pub(crate) fn held(snapshot: &Snapshot, object: &ObjectRef) -> Result<()> {
+    let metas: Vec<&Meta> = match object.kind {
+        ObjectKind::TrainJob => snapshot.train_jobs.iter().map(|o| &o.meta).collect(),
+        ObjectKind::JobSet => snapshot.job_sets.iter().map(|o| &o.meta).collect(),
+        ObjectKind::TrainingRuntime => snapshot.runtimes.iter().map(|o| &o.meta).collect(),
+        ObjectKind::Pod => {
+            snapshot.pods.iter().chain(&snapshot.captured_pods).map(|o| &o.meta).collect()
+        }
+    };
+    let mut named = metas.into_iter().filter(|m| m.name() == object.name).peekable();
+    let others = named.peek().is_some();
+    if named.any(|m| m.uid() == object.uid) { Ok(()) } else { Err(missing(object, others)) }
+}
+
+/// The refusal of a reference whose UID is not found: `others` when its name is held by
+/// another UID.
+fn missing(object: &ObjectRef, others: bool) -> Error {
     let what = format!("{} {}/{}", object.kind.name(), object.namespace, object.name);
-    Err(if others {
+    if others {
         Error::not_found(format!("{what} is now held by another UID than {}", object.uid))
     } else {
         Error::not_found(format!("{what} of UID {} is gone", object.uid))
-    })
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use dispatch_core::{Backend, CallContext, Kind, ObjectKind, ObjectRef, ObjectState};
+use dispatch_core::{Backend, CallContext, Capability, Kind, ObjectKind, ObjectRef, ObjectState};
 use dispatch_kf_model::{keys, names};
 use dispatch_kf_sim::{Fault, FaultAction};
 use dispatch_kf_testkit::*;
@@ -82,6 +82,83 @@ async fn release_runs_the_train_job_again_as_a_new_execution() {
     assert!(tj["metadata"]["annotations"].get(keys::ANN_HOLD_INSTANCE).is_none());
     b.release(&hold_cx(), &object, 1).await.expect("a retried Release writes nothing");
     assert_eq!(admission(&sim, &object.name), "2", "never raised twice for one Release");
+}
+
+/// Open on a TrainJob whose name's earlier instance left pods still terminating: pods
+/// remain, and nothing is written until they are gone.
+#[tokio::test]
+async fn open_while_pods_of_the_object_remain_is_pods_remain_and_writes_nothing() {
+    let sim = cluster().await;
+    let (b, first) = started(&sim).await;
+    b.open(&hold_cx(), &first).await.unwrap();
+    sim.settle();
+    // The pods ignore SIGTERM: they stay Terminating until their grace period passes on
+    // the virtual clock.
+    sim.set_slow_termination(true);
+    b.stop(&cx(), &first).await.unwrap();
+    sim.settle();
+    let second = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    assert_eq!(second.name, first.name);
+    let before = sim.get("trainjobs", NS, &second.name).unwrap();
+    let err = b.open(&hold_cx(), &second).await.unwrap_err();
+    assert!(err.is_pods_remain() && err.is(Kind::Unreachable), "{err:?}");
+    assert!(err.message().contains(&first.name), "names the pods: {}", err.message());
+    assert_eq!(sim.get("trainjobs", NS, &second.name).unwrap(), before, "nothing written");
+
+    sim.advance(Duration::from_secs(60));
+    sim.settle();
+    b.open(&hold_cx(), &second).await.expect("the pods are gone");
+    assert_eq!(admission(&sim, &second.name), "1");
+}
+
+/// Release after a hold whose pods are still terminating: pods remain, the hold stays,
+/// nothing is written until they are gone.
+#[tokio::test]
+async fn release_while_pods_of_the_object_remain_is_pods_remain_and_writes_nothing() {
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    sim.set_slow_termination(true);
+    b.hold(&hold_cx(), &object, 1).await.unwrap();
+    sim.settle();
+    let before = sim.get("trainjobs", NS, &object.name).unwrap();
+    let err = b.release(&hold_cx(), &object, 1).await.unwrap_err();
+    assert!(err.is_pods_remain() && err.is(Kind::Unreachable), "{err:?}");
+    assert_eq!(sim.get("trainjobs", NS, &object.name).unwrap(), before, "nothing written");
+    let obs = b.inspect(&cx(), &object).await.unwrap();
+    assert_eq!(obs.hold_instance, Some(1), "the hold stays: {obs:#?}");
+
+    sim.advance(Duration::from_secs(60));
+    sim.settle();
+    b.release(&hold_cx(), &object, 1).await.expect("the pods are gone");
+    assert_eq!(admission(&sim, &object.name), "2");
+}
+
+/// Where the preflight probe's Hold then Release failed, the Hold capability is no, and
+/// Hold and Release are *unsupported* with its reason, writing nothing; Open still works.
+#[tokio::test]
+async fn hold_and_release_where_the_hold_capability_is_not_yes_are_unsupported() {
+    let sim = cluster().await;
+    let refusal = FaultAction::Status {
+        code: 422,
+        reason: "Invalid".into(),
+        message: "a policy refuses suspending TrainJobs".into(),
+    };
+    sim.add_fault(Fault::on("update", "trainjobs", refusal));
+    let (b, object) = started(&sim).await;
+    let hold = &b.preflight().capabilities[&Capability::Hold];
+    assert!(!hold.is_yes(), "{hold:?}");
+    b.open(&hold_cx(), &object).await.expect("the Backend is writable: Open works");
+    let before = sim.get("trainjobs", NS, &object.name).unwrap();
+    for err in [
+        b.hold(&hold_cx(), &object, 1).await.unwrap_err(),
+        b.release(&hold_cx(), &object, 1).await.unwrap_err(),
+    ] {
+        assert_eq!(err.kind(), Kind::Unsupported, "{err:?}");
+        assert!(err.message().contains(&hold.reason), "{} lacks {}", err.message(), hold.reason);
+    }
+    assert_eq!(sim.get("trainjobs", NS, &object.name).unwrap(), before, "nothing written");
 }
 
 #[tokio::test]

@@ -102,6 +102,38 @@ async fn a_lost_node_is_node_lost_and_ceases_once_tainted_out_of_service() {
     assert!(cessation.ceased, "{cessation:#?}");
 }
 
+/// Ceased answers for the object its reference names or not at all: a reference whose
+/// UID is gone is *not-found*, also when a new TrainJob of the same name now runs.
+#[tokio::test]
+async fn ceased_on_a_reference_whose_uid_is_gone_is_not_found() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let (first, pods) = running(&sim, &b).await;
+    b.stop(&cx(), &first).await.unwrap();
+    sim.settle();
+    let err = b.ceased(&cx(), &first).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::NotFound, "{err:?}");
+    assert!(err.message().contains("is gone"), "{}", err.message());
+    let pod = dispatch_core::ObjectRef {
+        kind: dispatch_core::ObjectKind::Pod,
+        name: name(&pods[0]),
+        uid: pods[0]["metadata"]["uid"].as_str().unwrap().to_owned(),
+        ..first.clone()
+    };
+    let err = b.ceased(&cx(), &pod).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::NotFound, "a pod deleted unseen is gone: {err:?}");
+
+    b.stop_job(&cx(), &job(1)).await.unwrap();
+    let (second, _) = running(&sim, &b).await;
+    assert_eq!(second.name, first.name);
+    assert_ne!(second.uid, first.uid);
+    let err = b.ceased(&cx(), &first).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::NotFound, "not the new object's answer: {err:?}");
+    assert!(err.message().contains("another UID"), "{}", err.message());
+    let cessation = b.ceased(&cx(), &second).await.unwrap();
+    assert!(!cessation.ceased && cessation.nodes.len() == 2, "{cessation:#?}");
+}
+
 #[tokio::test]
 async fn ceased_without_permission_to_get_nodes_is_unsupported() {
     let sim = cluster().await;

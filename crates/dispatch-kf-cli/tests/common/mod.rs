@@ -49,13 +49,15 @@ impl Served {
     }
 
     /// The command with `SUBCOMMAND --kubeconfig <this cluster's>` and no settings file:
-    /// neither `DISPATCH_KF_SETTINGS` nor a file in the configuration folder.
+    /// neither `DISPATCH_KF_SETTINGS` nor a file in the configuration folder; its
+    /// preflights kept in this cluster's folder.
     #[allow(dead_code, reason = "each test binary includes this module; not all use this")]
     pub(crate) fn command_with_kubeconfig_only(&self, subcommand: &str) -> Command {
         let mut cmd = bin();
         let config_home = self.dir.join("config-home");
         std::fs::create_dir_all(&config_home).unwrap();
         cmd.env_remove("DISPATCH_KF_SETTINGS").env("XDG_CONFIG_HOME", config_home);
+        cmd.env("XDG_CACHE_HOME", self.dir.join("cache-home"));
         cmd.arg(subcommand).arg("--kubeconfig").arg(self.dir.join("kubeconfig"));
         cmd
     }

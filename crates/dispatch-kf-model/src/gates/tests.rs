@@ -204,14 +204,39 @@ fn kueue_holds_deactivate_the_workload_and_release_reactivates_it() {
     assert_eq!(wl["metadata"]["annotations"][keys::ANN_RELEASES], "2");
 }
 
+/// One call of the family on an object.
+type EditOf = fn(&mut Value) -> Result<Edit, Error>;
+
+/// An object that is not one (null, a number, an array) or whose metadata,
+/// annotations or spec is not an object is refused, never edited into a made-up one
+/// and written.
 #[test]
-fn malformed_objects_do_not_panic() {
-    for mut bad in [json!(null), json!(5), json!({"metadata": 3, "spec": "x"}), json!([1])] {
-        let _ = open_plain(&mut bad.clone(), &calm());
-        let _ = open_kueue(&mut bad.clone(), &calm());
-        let _ = hold_plain(&mut bad.clone(), 1, &calm());
-        let _ = hold_kueue(&mut bad.clone(), 1, &calm());
-        let _ = release_plain(&mut bad.clone(), 1, &calm());
-        let _ = release_kueue(&mut bad, 1);
+fn malformed_objects_are_refused_without_panicking_or_being_edited() {
+    for bad in [
+        json!(null),
+        json!(5),
+        json!([1]),
+        json!({"metadata": 3, "spec": "x"}),
+        json!({"metadata": {"annotations": "x"}}),
+        json!({"metadata": {}, "spec": [true]}),
+    ] {
+        let calls: [(&str, EditOf); 6] = [
+            ("open_plain", |v| open_plain(v, &calm())),
+            ("open_kueue", |v| open_kueue(v, &calm())),
+            ("hold_plain", |v| hold_plain(v, 1, &calm())),
+            ("hold_kueue", |v| hold_kueue(v, 1, &calm())),
+            ("release_plain", |v| release_plain(v, 1, &calm())),
+            ("release_kueue", |v| release_kueue(v, 1)),
+        ];
+        for (name, call) in calls {
+            let mut edited = bad.clone();
+            let answer = call(&mut edited);
+            let err = answer.expect_err(&format!("{name} on {bad}"));
+            assert!(
+                err.is(Kind::Rejected) && err.message().contains("malformed"),
+                "{name}: {err:?}"
+            );
+            assert_eq!(edited, bad, "{name} left {bad} as it was");
+        }
     }
 }
