@@ -1,7 +1,8 @@
 //! `cargo xtask bench cli` times every command on `sim serve` (`bench/cli.rs`).
 //!
 //! `cargo xtask bench scale` runs the scale benchmark of the testkit (one Backend, M
-//! other TrainJobs, N watched jobs; docs/benchmarks.md).
+//! other TrainJobs, N watched jobs; docs/benchmarks.md); with `--stack NAME`, on the
+//! real control plane of that stack, started for it and stopped after.
 //!
 //! `cargo xtask bench classify`: times `dispatch-kf classify -o json` on two generated
 //! dumps, at 1x, 4x and 16x the size, against two baselines reading the same bytes:
@@ -29,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use crate::cluster;
 use crate::run::{self, target_dir};
 
 /// TrainJobs in the 1x dumps.
@@ -78,18 +80,11 @@ struct Programs {
 pub(crate) fn run(args: &[String]) -> run::Result {
     const USAGE: &str = "usage: cargo xtask bench classify [--max-scale N] [--keep]
        cargo xtask bench cli
-       cargo xtask bench scale [--kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]";
+       cargo xtask bench scale [--stack NAME | --kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]";
     match args.first().map(String::as_str) {
         Some("classify") => {}
         Some("cli") => return cli::run(),
-        // The Backend at scale (`crates/dispatch-kf-testkit/src/bin/scale.rs`), built
-        // with optimizations: what a supervisor runs.
-        Some("scale") => {
-            let mut cargo = vec!["run", "--release", "--locked", "-p", "dispatch-kf-testkit"];
-            cargo.extend(["--bin", "scale", "--"]);
-            cargo.extend(args[1..].iter().map(String::as_str));
-            return run::cargo(&cargo);
-        }
+        Some("scale") => return scale(&args[1..]),
         _ => return Err(USAGE.to_owned()),
     }
     let (mut max_scale, mut keep) = (16, false);
@@ -147,6 +142,42 @@ pub(crate) fn run(args: &[String]) -> run::Result {
     } else {
         Err(format!("bars missed:\n  {}", failures.join("\n  ")))
     }
+}
+
+/// `bench scale`'s arguments: the stack whose real control plane to start, if one is
+/// named, and the arguments for the bench itself.
+fn parse_scale(args: &[String]) -> Result<(Option<&'static cluster::Stack>, Vec<String>), String> {
+    let (stack, rest) = cluster::take_stack(args)?;
+    let kubeconfig = rest.iter().any(|a| a == "--kubeconfig" || a.starts_with("--kubeconfig="));
+    if stack.is_some() && kubeconfig {
+        return Err("bench scale: --stack starts a real control plane to measure; it does not go with --kubeconfig".into());
+    }
+    Ok((stack, rest))
+}
+
+/// The scale bench, on the cluster its arguments name, or on a real control plane of
+/// the stack named, stopped at the end, measured or not.
+fn scale(args: &[String]) -> run::Result {
+    let (stack, mut rest) = parse_scale(args)?;
+    let Some(stack) = stack else { return run_scale(&rest) };
+    let mut measure = || {
+        let kubeconfig = cluster::up(&cluster::Options { stack, ..Default::default() })?;
+        let kubeconfig = kubeconfig.to_str().ok_or("the kubeconfig's path is not UTF-8")?;
+        rest.extend(["--kubeconfig".to_owned(), kubeconfig.to_owned()]);
+        run_scale(&rest)
+    };
+    let result = measure();
+    let stopped = cluster::down();
+    result.and(stopped)
+}
+
+/// The Backend at scale (`crates/dispatch-kf-testkit/src/bin/scale.rs`), built with
+/// optimizations: what a supervisor runs.
+fn run_scale(args: &[String]) -> run::Result {
+    let mut cargo = vec!["run", "--release", "--locked", "-p", "dispatch-kf-testkit"];
+    cargo.extend(["--bin", "scale", "--"]);
+    cargo.extend(args.iter().map(String::as_str));
+    run::cargo(&cargo)
 }
 
 /// classify (best of [`BEST_OF`]), the skim (best of [`BEST_OF`]) and the `Value`
@@ -287,4 +318,29 @@ fn measure(program: &Path, args: &[&str], file: &Path) -> Result<Measure, String
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(0);
     Ok(Measure { seconds, peak_kib })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    #[test]
+    fn scale_takes_a_stack_and_passes_the_rest_to_the_bench() {
+        let (stack, rest) =
+            parse_scale(&args(&["--others", "0,1000", "--stack", "oldest"])).unwrap();
+        assert_eq!((stack.map(|s| s.name), rest), (Some("oldest"), args(&["--others", "0,1000"])));
+        let (stack, rest) = parse_scale(&args(&["--kubeconfig", "k.yaml"])).unwrap();
+        assert_eq!((stack, rest), (None, args(&["--kubeconfig", "k.yaml"])));
+    }
+
+    #[test]
+    fn scale_refuses_a_stack_beside_a_kubeconfig_or_an_unknown_stack() {
+        for bad in [&["--stack", "current", "--kubeconfig=k.yaml"][..], &["--stack", "nope"]] {
+            assert!(parse_scale(&args(bad)).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -2,9 +2,10 @@
 //! (`crates/dispatch-kf/tests/e2e.rs`) against a real cluster instead of the simulated
 //! one. The kubeconfig is the suite's only cluster-specific input; see `docs/e2e.md`.
 //!
-//! `cargo xtask e2e --real`: the suite on the real control plane of `cargo xtask
-//! cluster`, twice: on `cluster up`, then on `cluster up --kueue` with the readmission
-//! gate running; the control plane is stopped at the end, passed or not.
+//! `cargo xtask e2e --real [--stack NAME]`: the suite on the real control plane of
+//! `cargo xtask cluster` at one stack's versions (`current` by default), twice: on
+//! `cluster up`, then on `cluster up --kueue` with the readmission gate running; the
+//! control plane is stopped at the end, passed or not.
 
 use std::path::{Path, PathBuf};
 
@@ -15,27 +16,69 @@ const KUBECONFIG_VAR: &str = run::E2E_KUBECONFIG;
 /// The variable naming the folder the suite records each scenario's end into.
 const RECORD_VAR: &str = "DISPATCH_KF_E2E_RECORD";
 
+/// The two ways the suite runs on the real control plane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `cluster up`: no Kueue; the Kueue scenario skips.
+    Plain,
+    /// `cluster up --kueue`, then `cluster gate`.
+    Kueue,
+}
+
+impl Mode {
+    /// Both, in the order they run.
+    pub(crate) const BOTH: [Mode; 2] = [Mode::Plain, Mode::Kueue];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mode::Plain => "plain",
+            Mode::Kueue => "kueue",
+        }
+    }
+}
+
+/// Starts the real control plane of `stack` for `mode` (with the gate in Kueue mode);
+/// its admin kubeconfig.
+pub(crate) fn up(stack: &'static cluster::Stack, mode: Mode) -> Result<PathBuf, String> {
+    let kueue = mode == Mode::Kueue;
+    let kubeconfig = cluster::up(&cluster::Options { stack, kueue, ..Default::default() })?;
+    if kueue {
+        cluster::start_gate()?;
+    }
+    Ok(kubeconfig)
+}
+
+/// What `e2e` was asked for.
+#[derive(Debug, PartialEq)]
+enum Target {
+    Kubeconfig(PathBuf),
+    Real(&'static cluster::Stack),
+}
+
 /// Runs the suite against the cluster of the kubeconfig `args` name, or with `--real`
 /// on the real control plane in both modes.
 pub(crate) fn run(args: &[String]) -> run::Result {
-    if let [flag] = args
-        && flag == "--real"
-    {
-        return real();
+    match parse(args)? {
+        Target::Kubeconfig(file) => suite(&file),
+        Target::Real(stack) => real(stack),
     }
-    suite(&kubeconfig_arg(args)?)
+}
+
+fn parse(args: &[String]) -> Result<Target, String> {
+    let (stack, rest) = cluster::take_stack(args)?;
+    match (stack, rest.as_slice()) {
+        (stack, [flag]) if flag == "--real" => {
+            Ok(Target::Real(stack.unwrap_or_else(cluster::default_stack)))
+        }
+        (None, _) => kubeconfig_arg(&rest).map(Target::Kubeconfig),
+        (Some(_), _) => Err(format!("{USAGE} (--stack goes with --real; got {args:?})")),
+    }
 }
 
 /// The suite on `cluster up`, then on `cluster up --kueue` with the gate; always ends
 /// with `cluster down`.
-fn real() -> run::Result {
-    let both = || {
-        let plain = cluster::up(&cluster::Options::default())?;
-        suite(&plain)?;
-        let kueue = cluster::up(&cluster::Options { kueue: true, ..Default::default() })?;
-        cluster::start_gate()?;
-        suite(&kueue)
-    };
+fn real(stack: &'static cluster::Stack) -> run::Result {
+    let both = || Mode::BOTH.into_iter().try_for_each(|mode| suite(&up(stack, mode)?));
     let result = both();
     let stopped = cluster::down();
     result.and(stopped)
@@ -43,16 +86,42 @@ fn real() -> run::Result {
 
 /// Runs the suite against the cluster of `kubeconfig`.
 fn suite(kubeconfig: &Path) -> run::Result {
-    run_suite(Some(kubeconfig), None)
+    let env = suite_env(Some(kubeconfig), None)?;
+    run::cargo_env(&suite_args(&[]), &borrowed(&env))
+}
+
+/// Runs the suite against the cluster of `kubeconfig` with each passing scenario's
+/// captured output shown (a skip says so there): whether it passed, and the harness's
+/// standard output.
+pub(crate) fn suite_output(kubeconfig: &Path) -> Result<(bool, String), String> {
+    let env = suite_env(Some(kubeconfig), None)?;
+    run::cargo_env_output(&suite_args(&["--show-output"]), &borrowed(&env))
 }
 
 /// Runs the suite against the cluster of `kubeconfig` (the simulated one without it),
 /// each scenario recording how it ended into `record` (`World::record`).
 pub(crate) fn suite_recording(kubeconfig: Option<&Path>, record: &Path) -> run::Result {
-    run_suite(kubeconfig, Some(record))
+    let env = suite_env(kubeconfig, Some(record))?;
+    run::cargo_env(&suite_args(&[]), &borrowed(&env))
 }
 
-fn run_suite(kubeconfig: Option<&Path>, record: Option<&Path>) -> run::Result {
+/// `cargo test` of the suite, one scenario at a time, with `extra` harness flags.
+fn suite_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["test", "-p", "dispatch-kf", "--test", "e2e", "--locked", "--"];
+    args.push("--test-threads=1");
+    args.extend_from_slice(extra);
+    args
+}
+
+fn borrowed<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// The suite's environment: the kubeconfig of a real cluster, and where to record.
+fn suite_env(
+    kubeconfig: Option<&Path>,
+    record: Option<&Path>,
+) -> Result<Vec<(&'static str, String)>, String> {
     let utf8 = |p: PathBuf| p.to_str().map(str::to_owned).ok_or("a path is not UTF-8".to_owned());
     let mut env = Vec::new();
     if let Some(kubeconfig) = kubeconfig {
@@ -62,16 +131,14 @@ fn run_suite(kubeconfig: Option<&Path>, record: Option<&Path>) -> run::Result {
         std::fs::create_dir_all(record).map_err(|e| format!("{}: {e}", record.display()))?;
         env.push((RECORD_VAR, utf8(absolute(record)?)?));
     }
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    run::cargo_env(
-        &["test", "-p", "dispatch-kf", "--test", "e2e", "--locked", "--", "--test-threads=1"],
-        &env,
-    )
+    Ok(env)
 }
+
+const USAGE: &str = "usage: cargo xtask e2e --kubeconfig FILE | --real [--stack NAME]";
 
 /// The FILE of `--kubeconfig FILE` or `--kubeconfig=FILE`, the only argument.
 fn kubeconfig_arg(args: &[String]) -> Result<PathBuf, String> {
-    let usage = || format!("usage: cargo xtask e2e --kubeconfig FILE | --real (got {args:?})");
+    let usage = || format!("{USAGE} (got {args:?})");
     let file = match args {
         [flag, file] if flag == "--kubeconfig" => file.as_str(),
         [one] => one.strip_prefix("--kubeconfig=").ok_or_else(usage)?,
@@ -116,6 +183,26 @@ mod tests {
         ] {
             let err = kubeconfig_arg(&args(given)).unwrap_err();
             assert!(err.starts_with("usage: cargo xtask e2e --kubeconfig FILE | --real"), "{err}");
+        }
+    }
+
+    #[test]
+    fn real_takes_a_stack_and_runs_current_without_one() {
+        let stack = |given: &[&str]| match parse(&args(given)) {
+            Ok(Target::Real(stack)) => stack.name,
+            other => panic!("{given:?}: {other:?}"),
+        };
+        assert_eq!(stack(&["--real"]), "current");
+        assert_eq!(stack(&["--real", "--stack", "oldest"]), "oldest");
+        assert_eq!(stack(&["--stack=newest", "--real"]), "newest");
+        assert_eq!(
+            parse(&args(&["--kubeconfig", "k.yaml"])),
+            Ok(Target::Kubeconfig(PathBuf::from("k.yaml")))
+        );
+        for bad in
+            [&["--real", "--stack", "nope"][..], &["--kubeconfig", "k.yaml", "--stack", "oldest"]]
+        {
+            assert!(parse(&args(bad)).is_err(), "{bad:?}");
         }
     }
 

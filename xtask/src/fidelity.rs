@@ -4,8 +4,9 @@
 //! carried. A difference is a place where the sim is not the real thing
 //! (docs/sim.md, "Fidelity").
 //!
-//! `cargo xtask fidelity --compare` prints the table from the last records without
-//! running anything.
+//! `cargo xtask fidelity --stack NAME` takes the real control plane at that stack's
+//! versions (`current` by default); `cargo xtask fidelity --compare` prints the table
+//! from the last records without running anything.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -20,30 +21,36 @@ pub(crate) fn records(target: &str) -> PathBuf {
     cluster::cache_dir().join("fidelity").join(target)
 }
 
+const USAGE: &str = "usage: cargo xtask fidelity [--stack NAME] | --compare";
+
+/// What `fidelity` was asked for: run on a stack, or only compare the last records.
+fn parse(args: &[String]) -> Result<Option<&'static cluster::Stack>, String> {
+    match cluster::take_stack(args)? {
+        (stack, rest) if rest.is_empty() => Ok(Some(stack.unwrap_or_else(cluster::default_stack))),
+        (None, rest) if rest == ["--compare"] => Ok(None),
+        _ => Err(format!("{USAGE} (got {args:?})")),
+    }
+}
+
 /// Runs both targets (unless `--compare`), then prints the table.
 pub(crate) fn run(args: &[String]) -> run::Result {
-    match args {
-        [] => {
-            for target in ["sim", "real"] {
-                let _ = std::fs::remove_dir_all(records(target));
-            }
-            e2e::suite_recording(None, &records("sim"))?;
-            record_real()?;
+    if let Some(stack) = parse(args)? {
+        for target in ["sim", "real"] {
+            let _ = std::fs::remove_dir_all(records(target));
         }
-        [flag] if flag == "--compare" => {}
-        _ => return Err("usage: cargo xtask fidelity [--compare]".into()),
+        e2e::suite_recording(None, &records("sim"))?;
+        record_real(stack)?;
     }
     print!("{}", table(&records("sim"), &records("real"))?);
     Ok(())
 }
 
-/// The suite on the real control plane with Kueue and the gate, recording into
-/// `records("real")`; the control plane is stopped at the end, passed or not.
-pub(crate) fn record_real() -> run::Result {
+/// The suite on the real control plane of `stack` with Kueue and the gate, recording
+/// into `records("real")`; the control plane is stopped at the end, passed or not.
+pub(crate) fn record_real(stack: &'static cluster::Stack) -> run::Result {
     let _ = std::fs::remove_dir_all(records("real"));
     let record = || {
-        let kubeconfig = cluster::up(&cluster::Options { kueue: true, ..Default::default() })?;
-        cluster::start_gate()?;
+        let kubeconfig = e2e::up(stack, e2e::Mode::Kueue)?;
         e2e::suite_recording(Some(&kubeconfig), &records("real"))
     };
     let result = record();
@@ -57,7 +64,7 @@ pub(crate) fn record_real() -> run::Result {
 /// last records instead of a new run.
 pub(crate) fn fixtures(args: &[String]) -> run::Result {
     match args {
-        [what] if what == "cluster" => record_real()?,
+        [what] if what == "cluster" => record_real(cluster::default_stack())?,
         [what, flag] if what == "cluster" && flag == "--from-records" => {}
         _ => return Err("usage: cargo xtask fixtures cluster [--from-records]".into()),
     }
@@ -221,6 +228,21 @@ fn normalize(text: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    #[test]
+    fn fidelity_runs_on_a_stack_or_only_compares() {
+        let name = |given: &[&str]| parse(&args(given)).map(|s| s.map(|s| s.name));
+        assert_eq!(name(&[]), Ok(Some("current")));
+        assert_eq!(name(&["--stack", "oldest"]), Ok(Some("oldest")));
+        assert_eq!(name(&["--compare"]), Ok(None));
+        for bad in [&["--compare", "--stack", "oldest"][..], &["--stack", "nope"], &["--what"]] {
+            assert!(parse(&args(bad)).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn generated_names_uids_and_times_compare_equal() {

@@ -6,9 +6,13 @@
 //! - `cargo xtask bench classify`: offline classification against a plain JSON parse;
 //!   `cargo xtask bench cli`: every command on `sim serve`; `cargo xtask bench scale`:
 //!   one Backend among many jobs (docs/benchmarks.md).
-//! - `cargo xtask e2e --kubeconfig FILE | --real`: the end-to-end suite against a real
-//!   cluster, or on the real control plane of `cargo xtask cluster` in both modes.
-//! - `cargo xtask cluster up|gate|down|build`: the real control plane (docs/real-cluster.md).
+//! - `cargo xtask e2e --kubeconfig FILE | --real [--stack NAME]`: the end-to-end suite
+//!   against a real cluster, or on the real control plane of `cargo xtask cluster` in
+//!   both modes.
+//! - `cargo xtask cluster up|gate|down|build`: the real control plane at one stack's
+//!   versions (docs/real-cluster.md).
+//! - `cargo xtask matrix [--stack A,B]`: the suite on every stack in both modes, written
+//!   into docs/compatibility.md.
 //! - `cargo xtask fidelity`: the suite on the sim and on the real control plane, side by side.
 //! - `cargo xtask fixtures cluster`: keeps those real dumps as `fixtures/dumps/cluster-*.json`.
 //! - `cargo xtask soak [JOBS] [SEED]`: one Backend through 200 jobs under random faults
@@ -28,6 +32,7 @@ mod e2e;
 mod fidelity;
 mod fuzz;
 mod install;
+mod matrix;
 mod run;
 #[cfg(test)]
 mod tidy;
@@ -35,22 +40,28 @@ mod tidy;
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: cargo xtask <test|ci|bench classify|bench cli|bench scale|e2e|cluster|fidelity|fixtures|soak|install|fuzz>
+    "usage: cargo xtask <test|ci|bench classify|bench cli|bench scale|e2e|cluster|matrix|fidelity|fixtures|soak|install|fuzz>
 
   test             run every test of the workspace
   ci [--real]      cargo fmt --check, clippy -D warnings, cargo doc, then test; with
                    --real, then the e2e suite on the real control plane (e2e --real)
   bench classify   time dispatch-kf classify against serde_json on generated dumps
   bench cli        every command's wall time on sim serve; writing commands within 2x find
-  bench scale [--kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]
+  bench scale [--stack NAME | --kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]
                    one Backend in a namespace of M other TrainJobs watching N jobs: Find's
-                   requests, bytes, latency and CPU, watch requests, memory per watched job
-  e2e --kubeconfig FILE | --real
+                   requests, bytes, latency and CPU, watch requests, memory per watched
+                   job; on the sim, a cluster, or the real control plane of a stack
+  e2e --kubeconfig FILE | --real [--stack NAME]
                    run the end-to-end suite against a real cluster (docs/e2e.md), or on
                    the real control plane in both modes (docs/real-cluster.md)
-  cluster up [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE] | gate | down | build
+  cluster up [--stack NAME] [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE]
+        | gate | down | build [--stack NAME]
                    the real control plane on localhost, built from upstream's Go modules
-  fidelity [--compare]
+                   at one stack's versions (default current; docs/compatibility.md)
+  matrix [--stack NAME,NAME...] | --docs-only
+                   the e2e suite on each supported stack (or those named) in both modes,
+                   recorded in docs/compatibility.json and written to docs/compatibility.md
+  fidelity [--stack NAME] | --compare
                    the e2e suite on the sim and the real control plane, side by side
   fixtures cluster [--from-records]
                    keep the dumps the suite ended with on the real control plane
@@ -70,6 +81,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         Some("e2e") => e2e::run(&args[1..]),
         Some("cluster") => cluster::run(&args[1..]),
+        Some("matrix") => matrix::run(&args[1..]),
         Some("fidelity") => fidelity::run(&args[1..]),
         Some("fixtures") => fidelity::fixtures(&args[1..]),
         Some("soak") => soak(&args[1..]),

@@ -1,6 +1,7 @@
 //! Building the control plane's commands from their Go modules, once: each lands in the
-//! cache as `<command>-<version>`, so a second `cluster up` builds nothing, and a new
-//! version in `versions.rs` builds anew beside the old one.
+//! cache as `<command>-<version>`, so a second `cluster up` builds nothing, stacks share
+//! the commands they have in common, and a new version in `versions.rs` builds anew
+//! beside the old one.
 //!
 //! Nothing upstream is copied into the repository: the wrapper modules are written into
 //! the cache from the versions table, and Go fetches the sources from the module proxy.
@@ -8,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::versions::{COMPONENTS, Component, KUBERNETES, Recipe, staging_version};
+use super::versions::{Component, Recipe, Stack, staging_version};
 use crate::run;
 
 /// Where built commands, wrapper modules and the cluster's run state are kept: outside
@@ -26,10 +27,11 @@ pub(crate) fn binary(component: &Component) -> PathBuf {
     cache_dir().join("bin").join(format!("{}-{}", component.command, component.version))
 }
 
-/// Builds every command not yet in the cache, printing what it does; the first build
-/// on an empty Go cache takes a while (docs/real-cluster.md has the figures).
-pub(crate) fn build_missing() -> run::Result {
-    let missing: Vec<Component> = COMPONENTS.into_iter().filter(|c| !binary(c).exists()).collect();
+/// Builds every command of `stack` not yet in the cache, printing what it does; the
+/// first build on an empty Go cache takes a while (docs/real-cluster.md has the figures).
+pub(crate) fn build_missing(stack: &Stack) -> run::Result {
+    let missing: Vec<Component> =
+        stack.components().into_iter().filter(|c| !binary(c).exists()).collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -37,7 +39,7 @@ pub(crate) fn build_missing() -> run::Result {
     let kube: Vec<Component> =
         missing.iter().copied().filter(|c| c.recipe == Recipe::Kubernetes).collect();
     if !kube.is_empty() {
-        build_kubernetes(&kube)?;
+        build_kubernetes(stack.kubernetes, &kube)?;
     }
     for component in missing.iter().filter(|c| c.recipe != Recipe::Kubernetes) {
         build_wrapped(component)?;
@@ -99,19 +101,20 @@ fn build_wrapped(component: &Component) -> run::Result {
     run_go(command, &format!("{} {}", component.command, component.version))
 }
 
-/// The Kubernetes commands, from one wrapper module whose `go.mod` is upstream's own with
-/// the module renamed, each staging module replaced by its published version, and
-/// `k8s.io/kubernetes` itself required: the same dependency versions upstream builds with.
-fn build_kubernetes(commands: &[Component]) -> run::Result {
-    let dir = work_dir(&format!("kubernetes-{KUBERNETES}"))?;
-    let upstream = module_file("k8s.io/kubernetes", KUBERNETES, "GoMod")?;
+/// The Kubernetes commands of release `kubernetes`, from one wrapper module (a folder
+/// per release) whose `go.mod` is upstream's own with the module renamed, each staging
+/// module replaced by its published version, and `k8s.io/kubernetes` itself required:
+/// the same dependency versions upstream builds with.
+fn build_kubernetes(kubernetes: &str, commands: &[Component]) -> run::Result {
+    let dir = work_dir(&format!("kubernetes-{kubernetes}"))?;
+    let upstream = module_file("k8s.io/kubernetes", kubernetes, "GoMod")?;
     let upstream = std::fs::read_to_string(&upstream).map_err(|e| format!("{upstream}: {e}"))?;
-    write(&dir.join("go.mod"), &wrapper_go_mod(&upstream)?)?;
+    write(&dir.join("go.mod"), &wrapper_go_mod(&upstream, kubernetes)?)?;
     let out = dir.join("out");
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let (major, minor) = kube_major_minor()?;
+    let (major, minor) = kube_major_minor(kubernetes)?;
     let ldflags = format!(
-        "-s -w -X k8s.io/component-base/version.gitVersion={KUBERNETES} \
+        "-s -w -X k8s.io/component-base/version.gitVersion={kubernetes} \
          -X k8s.io/component-base/version.gitMajor={major} \
          -X k8s.io/component-base/version.gitMinor={minor}"
     );
@@ -120,25 +123,27 @@ fn build_kubernetes(commands: &[Component]) -> run::Result {
         vec!["build", "-trimpath", "-tags", "grpcnotrace", "-ldflags", &ldflags, "-o", &out_arg];
     args.extend(commands.iter().map(|c| c.package));
     let names: Vec<&str> = commands.iter().map(|c| c.command).collect();
-    run_go(go(&args, &dir), &format!("{} {KUBERNETES}", names.join(", ")))?;
+    run_go(go(&args, &dir), &format!("{} {kubernetes}", names.join(", ")))?;
     for component in commands {
         rename(&out.join(component.command), &binary(component))?;
     }
     Ok(())
 }
 
-fn kube_major_minor() -> Result<(String, String), String> {
-    let mut parts = KUBERNETES.trim_start_matches('v').split('.');
+fn kube_major_minor(kubernetes: &str) -> Result<(String, String), String> {
+    let mut parts = kubernetes.trim_start_matches('v').split('.');
     match (parts.next(), parts.next()) {
         (Some(major), Some(minor)) => Ok((major.to_owned(), minor.to_owned())),
-        _ => Err(format!("{KUBERNETES} is not vMAJOR.MINOR.PATCH")),
+        _ => Err(format!("{kubernetes} is not vMAJOR.MINOR.PATCH")),
     }
 }
 
 /// Upstream's `go.mod` made into a wrapper: Go applies only the main module's replace
-/// lines, so the staging modules (`=> ./staging/src/k8s.io/X`) must be replaced here.
-fn wrapper_go_mod(upstream: &str) -> Result<String, String> {
-    let staging = staging_version(KUBERNETES).ok_or("the Kubernetes version is not v1.Y.Z")?;
+/// lines, so the staging modules (`=> ./staging/src/k8s.io/X`) must be replaced here,
+/// each by its version of the release `kubernetes`.
+fn wrapper_go_mod(upstream: &str, kubernetes: &str) -> Result<String, String> {
+    let staging = staging_version(kubernetes)
+        .ok_or_else(|| format!("the Kubernetes version {kubernetes} is not v1.Y.Z"))?;
     let mut out = String::new();
     for line in upstream.lines() {
         if line.starts_with("module ") {
@@ -151,7 +156,7 @@ fn wrapper_go_mod(upstream: &str) -> Result<String, String> {
             out.push('\n');
         }
     }
-    out.push_str(&format!("\nrequire k8s.io/kubernetes {KUBERNETES}\n"));
+    out.push_str(&format!("\nrequire k8s.io/kubernetes {kubernetes}\n"));
     Ok(out)
 }
 
@@ -181,16 +186,39 @@ pub(crate) fn module_dir(component: &Component) -> Result<PathBuf, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::versions::STACKS;
     use super::*;
+
+    const UPSTREAM: &str = "module k8s.io/kubernetes\n\ngo 1.26.0\n\nrequire k8s.io/api v0.0.0\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n\tk8s.io/client-go => ./staging/src/k8s.io/client-go\n)\n";
 
     #[test]
     fn the_wrapper_replaces_every_staging_module_with_its_published_version() {
-        let upstream = "module k8s.io/kubernetes\n\ngo 1.26.0\n\nrequire k8s.io/api v0.0.0\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n\tk8s.io/client-go => ./staging/src/k8s.io/client-go\n)\n";
-        let wrapper = wrapper_go_mod(upstream).unwrap();
+        let wrapper = wrapper_go_mod(UPSTREAM, "v1.36.3").unwrap();
         assert!(wrapper.starts_with("module dispatchkf.local/kubernetes\n"), "{wrapper}");
         assert!(wrapper.contains("\tk8s.io/api => k8s.io/api v0.36.3\n"), "{wrapper}");
         assert!(wrapper.contains("\tk8s.io/client-go => k8s.io/client-go v0.36.3\n"), "{wrapper}");
         assert!(!wrapper.contains("./staging"), "{wrapper}");
         assert!(wrapper.ends_with("require k8s.io/kubernetes v1.36.3\n"), "{wrapper}");
+    }
+
+    #[test]
+    fn each_stacks_wrapper_takes_the_staging_versions_of_its_own_kubernetes() {
+        for stack in &STACKS {
+            let wrapper = wrapper_go_mod(UPSTREAM, stack.kubernetes).unwrap();
+            let staging = staging_version(stack.kubernetes).unwrap();
+            assert!(
+                wrapper.contains(&format!("k8s.io/api => k8s.io/api {staging}\n")),
+                "{wrapper}"
+            );
+            assert!(
+                wrapper.ends_with(&format!("require k8s.io/kubernetes {}\n", stack.kubernetes))
+            );
+            let (major, minor) = kube_major_minor(stack.kubernetes).unwrap();
+            assert_eq!(
+                format!("v{major}.{minor}."),
+                stack.kubernetes[..format!("v{major}.{minor}.").len()]
+            );
+        }
+        assert!(wrapper_go_mod(UPSTREAM, "1.36.3").is_err());
     }
 }

@@ -1,5 +1,6 @@
 //! Starting the control plane, component by component, each waited for before the next:
-//! the one place that holds their ports, flags and configuration files.
+//! the one place that holds their ports and flags (the stack's own after the common
+//! ones); `files.rs` writes their configuration files.
 //!
 //! Timings are shortened so a node loss shows within a minute: kwok renews node leases
 //! every 2 s, the node lifecycle controller calls a node lost after 10 s without one, and
@@ -11,9 +12,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::files::{controller_config, kwok_config};
 use super::manifests::{self, JOBSET, KUEUE, TRAINER, Upstream};
 use super::pki::Pki;
-use super::{Options, build, process, versions};
+use super::versions::{COMMON_KUEUE_FEATURE_GATES, Stack};
+use super::{Options, build, process};
 
 /// The admin kubeconfig's file name in the run folder.
 pub(crate) const KUBECONFIG_NAME: &str = "admin.kubeconfig";
@@ -46,6 +49,7 @@ struct Plane<'a> {
     dir: &'a Path,
     pki: Pki,
     kubeconfig: PathBuf,
+    stack: &'static Stack,
 }
 
 /// Starts everything `options` asks for in the empty folder `dir`; returns the admin
@@ -54,7 +58,7 @@ pub(crate) fn start_all(dir: &Path, options: &Options) -> Result<PathBuf, String
     let pki = Pki::make(&dir.join("pki"))?;
     let kubeconfig = dir.join(KUBECONFIG_NAME);
     std::fs::write(&kubeconfig, admin_kubeconfig(&pki)?).map_err(|e| format!("{e}"))?;
-    let plane = Plane { dir, pki, kubeconfig: kubeconfig.clone() };
+    let plane = Plane { dir, pki, kubeconfig: kubeconfig.clone(), stack: options.stack };
     plane.etcd()?;
     plane.apiserver()?;
     plane.controller_manager()?;
@@ -114,7 +118,7 @@ pub(crate) fn path(p: &Path) -> &str {
 
 impl Plane<'_> {
     fn command(&self, name: &str) -> Command {
-        Command::new(build::binary(&versions::component(name)))
+        Command::new(build::binary(&self.stack.component(name)))
     }
 
     /// Starts `name` and waits until `ready`.
@@ -212,27 +216,36 @@ impl Plane<'_> {
         self.start("etcd", etcd, || self.answers(&format!("{client}/health")))
     }
 
-    fn apiserver(&self) -> Result<(), String> {
+    /// The apiserver's arguments: the common ones, then the stack's own.
+    fn apiserver_args(&self) -> Vec<String> {
         let pki = &self.pki;
+        let mut args = vec![
+            format!("--etcd-servers=http://127.0.0.1:{}", port::ETCD),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            format!("--secure-port={}", port::APISERVER),
+            format!("--tls-cert-file={}", path(&pki.serving_crt())),
+            format!("--tls-private-key-file={}", path(&pki.serving_key())),
+            format!("--client-ca-file={}", path(&pki.ca_crt())),
+            format!("--kubelet-client-certificate={}", path(&pki.admin_crt())),
+            format!("--kubelet-client-key={}", path(&pki.admin_key())),
+            "--service-account-issuer=https://kubernetes.default.svc".into(),
+            format!("--service-account-key-file={}", path(&pki.sa_pub())),
+            format!("--service-account-signing-key-file={}", path(&pki.sa_key())),
+            "--authorization-mode=Node,RBAC".into(),
+            "--service-cluster-ip-range=10.96.0.0/16".into(),
+            "--allow-privileged=true".into(),
+            "--enable-admission-plugins=NodeRestriction".into(),
+            "--default-not-ready-toleration-seconds=10".into(),
+            "--default-unreachable-toleration-seconds=10".into(),
+        ];
+        args.extend(self.stack.apiserver_flags.iter().map(|f| (*f).to_owned()));
+        args
+    }
+
+    fn apiserver(&self) -> Result<(), String> {
         let mut apiserver = self.command("kube-apiserver");
-        apiserver
-            .arg(format!("--etcd-servers=http://127.0.0.1:{}", port::ETCD))
-            .args(["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1"])
-            .arg(format!("--secure-port={}", port::APISERVER))
-            .arg(format!("--tls-cert-file={}", path(&pki.serving_crt())))
-            .arg(format!("--tls-private-key-file={}", path(&pki.serving_key())))
-            .arg(format!("--client-ca-file={}", path(&pki.ca_crt())))
-            .arg(format!("--kubelet-client-certificate={}", path(&pki.admin_crt())))
-            .arg(format!("--kubelet-client-key={}", path(&pki.admin_key())))
-            .arg("--service-account-issuer=https://kubernetes.default.svc")
-            .arg(format!("--service-account-key-file={}", path(&pki.sa_pub())))
-            .arg(format!("--service-account-signing-key-file={}", path(&pki.sa_key())))
-            .args(["--authorization-mode=Node,RBAC", "--service-cluster-ip-range=10.96.0.0/16"])
-            .args(["--allow-privileged=true", "--enable-admission-plugins=NodeRestriction"])
-            .args([
-                "--default-not-ready-toleration-seconds=10",
-                "--default-unreachable-toleration-seconds=10",
-            ]);
+        apiserver.args(self.apiserver_args());
         let url = format!("https://127.0.0.1:{}/readyz", port::APISERVER);
         self.start("kube-apiserver", apiserver, || self.answers(&url))
     }
@@ -303,7 +316,7 @@ impl Plane<'_> {
         webhook_port: u16,
         health_port: u16,
     ) -> Result<(), String> {
-        let component = versions::component(upstream.command);
+        let component = self.stack.component(upstream.command);
         let module = build::module_dir(&component)?;
         self.apply_files(&manifests::crd_files(&module, upstream)?)?;
         self.wait_for(&["--for=condition=Established", "crd", "--all"])?;
@@ -313,26 +326,18 @@ impl Plane<'_> {
         let health = format!("127.0.0.1:{health_port}");
         let text = controller_config(upstream, webhook_port, &health, &certs);
         std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
+        if upstream.command == KUEUE.command {
+            let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}});
+            self.apply("kueue-namespace", &[namespace])?;
+            self.serving_certs_in(Path::new(KUEUE_METRICS_CERTS))?;
+        }
         let mut command = self.command(upstream.command);
         command
-            .arg(format!("--config={}", path(&config)))
+            .args(self.controller_args(upstream, &config, &health))
             .env("KUBECONFIG", &self.kubeconfig)
             // The Trainer serves its webhooks from controller-runtime's default folder,
             // under TMPDIR; it has no setting for it.
             .env("TMPDIR", self.dir.join(upstream.command));
-        match upstream.command {
-            "jobset" => {
-                command.args(["--leader-elect=false", "--metrics-bind-address=0"]);
-                command.arg(format!("--health-probe-bind-address={health}"));
-            }
-            "kueue" => {
-                let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}});
-                self.apply("kueue-namespace", &[namespace])?;
-                self.serving_certs_in(Path::new(KUEUE_METRICS_CERTS))?;
-                command.arg("--feature-gates=VisibilityOnDemand=false");
-            }
-            _ => {}
-        }
         let trainer_certs =
             self.dir.join(upstream.command).join("k8s-webhook-server/serving-certs");
         self.serving_certs_in(&trainer_certs)?;
@@ -342,6 +347,25 @@ impl Plane<'_> {
         let ca = Pki::base64_of(&self.pki.ca_crt())?;
         let configs = manifests::webhook_configurations(upstream, manifests, webhook_port, &ca);
         self.apply(&format!("{}-webhooks", upstream.command), &configs)
+    }
+
+    /// A controller's arguments: its configuration file, and the flags its
+    /// configuration has no field for.
+    fn controller_args(&self, upstream: &Upstream, config: &Path, health: &str) -> Vec<String> {
+        let mut args = vec![format!("--config={}", path(config))];
+        match upstream.command {
+            "jobset" => args.extend([
+                "--leader-elect=false".to_owned(),
+                "--metrics-bind-address=0".to_owned(),
+                format!("--health-probe-bind-address={health}"),
+            ]),
+            "kueue" => {
+                let gates = [COMMON_KUEUE_FEATURE_GATES, self.stack.kueue_feature_gates].concat();
+                args.push(format!("--feature-gates={}", gates.join(",")));
+            }
+            _ => {}
+        }
+        args
     }
 
     /// The serving certificate as `tls.crt` and `tls.key` in `dir`.
@@ -357,7 +381,7 @@ impl Plane<'_> {
     /// The Trainer's stock `torch-distributed` ClusterTrainingRuntime, made to meet
     /// dispatch's runtime requirements.
     fn torch_runtime(&self) -> Result<(), String> {
-        let module = build::module_dir(&versions::component(TRAINER.command))?;
+        let module = build::module_dir(&self.stack.component(TRAINER.command))?;
         let stock = manifests::documents(&module.join(manifests::TORCH_RUNTIME))?;
         let ready: Vec<Value> = stock.into_iter().map(manifests::dispatch_ready).collect();
         self.apply("torch-distributed", &ready)
@@ -372,54 +396,5 @@ impl Plane<'_> {
     }
 }
 
-/// A controller's configuration file: its webhook on `webhook_port` serving the files of
-/// `certs`, health on `health`, no metrics, no leader election, no certificate
-/// management of its own (it would make certificates for in-cluster Service names).
-/// kwok's configuration: our stages (`xtask/cluster/kwok-stages.yaml`), and a
-/// `ClusterLogs` that serves every pod's `node` container's output from
-/// `fixtures/cluster/rank-output.log`, a file in the container runtime's (CRI) log format,
-/// which kwok reads by absolute path.
-fn kwok_config() -> Result<String, String> {
-    let root = crate::run::project_root();
-    let stages = root.join("xtask/cluster/kwok-stages.yaml");
-    let stages =
-        std::fs::read_to_string(&stages).map_err(|e| format!("{}: {e}", stages.display()))?;
-    let logs = json!({
-        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
-        "metadata": {"name": "rank-output"},
-        "spec": {"logs": [{
-            "containers": ["node"],
-            "logsFile": path(&root.join(manifests::RANK_OUTPUT)),
-            "follow": false
-        }]}
-    });
-    // JSON is YAML: the document is appended as it is.
-    Ok(format!("{stages}---\n{logs}\n"))
-}
-
-fn controller_config(upstream: &Upstream, webhook_port: u16, health: &str, certs: &Path) -> String {
-    let certs = path(certs);
-    match upstream.command {
-        "jobset" => format!(
-            "apiVersion: config.jobset.x-k8s.io/v1alpha1\nkind: Configuration\n\
-             leaderElection: {{leaderElect: false}}\ninternalCertManagement: {{enable: false}}\n\
-             webhook: {{port: {webhook_port}, host: 127.0.0.1, certDir: {certs}}}\n\
-             metrics: {{bindAddress: \"0\", certDir: {certs}}}\nhealth: {{healthProbeBindAddress: \"{health}\"}}\n"
-        ),
-        "trainer-controller-manager" => format!(
-            "apiVersion: config.trainer.kubeflow.org/v1alpha1\nkind: Configuration\n\
-             leaderElection: {{leaderElect: false}}\ncertManagement: {{enable: false}}\n\
-             webhook: {{port: {webhook_port}, host: 127.0.0.1}}\n\
-             metrics: {{bindAddress: \"0\"}}\n\
-             health: {{healthProbeBindAddress: \"{health}\", readinessEndpointName: readyz, livenessEndpointName: healthz}}\n"
-        ),
-        _ => format!(
-            "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nnamespace: kueue-system\n\
-             leaderElection: {{leaderElect: false}}\ninternalCertManagement: {{enable: false}}\n\
-             webhook: {{port: {webhook_port}, host: 127.0.0.1, certDir: {certs}}}\n\
-             metrics: {{bindAddress: \"0\"}}\nhealth: {{healthProbeBindAddress: \"{health}\"}}\n\
-             manageJobsWithoutQueueName: false\n\
-             integrations: {{frameworks: [\"trainer.kubeflow.org/trainjob\"]}}\n"
-        ),
-    }
-}
+#[cfg(test)]
+mod tests;

@@ -1,17 +1,22 @@
-//! `cargo xtask cluster up|down|build`: a real Kubernetes control plane on localhost,
-//! built from upstream's Go modules (`versions.rs`): etcd, kube-apiserver,
+//! `cargo xtask cluster up|gate|down|build`: a real Kubernetes control plane on
+//! localhost, built from upstream's Go modules at the versions of one stack
+//! (`versions.rs`, `--stack`, `current` by default): etcd, kube-apiserver,
 //! kube-controller-manager, kube-scheduler, kwok playing the nodes' kubelets, and the
 //! JobSet, Trainer and (with `--kueue`) Kueue controllers with their CRDs and webhooks.
 //! docs/real-cluster.md says what runs, how to start it and where its logs are.
 
 mod build;
 mod components;
+mod files;
 mod manifests;
 mod pki;
 mod process;
 mod versions;
 
 pub(crate) use build::cache_dir;
+pub(crate) use versions::{
+    COMMON_KUEUE_FEATURE_GATES, STACKS, Stack, Support, default_stack, stack, take_stack,
+};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -23,6 +28,8 @@ use components::KUBECONFIG_NAME;
 /// What `cluster up` was asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Options {
+    /// The versions to run, and what they need.
+    pub(crate) stack: &'static Stack,
     /// Install Kueue, its queues and the readmission AdmissionCheck.
     pub(crate) kueue: bool,
     /// How many kwok nodes.
@@ -35,11 +42,11 @@ pub(crate) struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { kueue: false, nodes: 4, gpus: 8, kubeconfig_out: None }
+        Options { stack: default_stack(), kueue: false, nodes: 4, gpus: 8, kubeconfig_out: None }
     }
 }
 
-const USAGE: &str = "usage: cargo xtask cluster <up [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE] | gate | down | build>";
+const USAGE: &str = "usage: cargo xtask cluster <up [--stack NAME] [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE] | gate | down | build [--stack NAME]>";
 
 /// `cargo xtask cluster ...`.
 pub(crate) fn run(args: &[String]) -> run::Result {
@@ -47,13 +54,22 @@ pub(crate) fn run(args: &[String]) -> run::Result {
         Some("up") => up(&parse_up(&args[1..])?).map(|_| ()),
         Some("down") => down(),
         Some("gate") => start_gate(),
-        Some("build") => build::build_missing(),
+        Some("build") => build::build_missing(parse_build(&args[1..])?),
         _ => Err(USAGE.to_owned()),
     }
 }
 
+/// The stack of `build [--stack NAME]`.
+fn parse_build(args: &[String]) -> Result<&'static Stack, String> {
+    match take_stack(args)? {
+        (stack, rest) if rest.is_empty() => Ok(stack.unwrap_or_else(default_stack)),
+        (_, rest) => Err(format!("unknown argument {:?}\n{USAGE}", rest[0])),
+    }
+}
+
 fn parse_up(args: &[String]) -> Result<Options, String> {
-    let mut options = Options::default();
+    let (stack, args) = take_stack(args).map_err(|e| format!("{e}\n{USAGE}"))?;
+    let mut options = Options { stack: stack.unwrap_or_else(default_stack), ..Options::default() };
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -90,20 +106,40 @@ pub(crate) fn run_dir() -> PathBuf {
     build::cache_dir().join("run")
 }
 
+/// The file in the run folder that names the stack the cluster runs.
+const STACK_FILE: &str = "stack";
+
+/// The stack of the running cluster, as `up` recorded it.
+pub(crate) fn running_stack() -> Result<&'static Stack, String> {
+    let file = run_dir().join(STACK_FILE);
+    let name = std::fs::read_to_string(&file).map_err(|_| {
+        format!(
+            "no control plane is running ({} is missing): start one with cargo xtask cluster up",
+            file.display()
+        )
+    })?;
+    stack(name.trim())
+}
+
 /// Builds what is missing, starts the control plane and returns its admin kubeconfig.
 pub(crate) fn up(options: &Options) -> Result<PathBuf, String> {
     let started = Instant::now();
-    build::build_missing()?;
+    build::build_missing(options.stack)?;
     down()?;
     let dir = run_dir();
     let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let stack_file = dir.join(STACK_FILE);
+    std::fs::write(&stack_file, format!("{}\n", options.stack.name))
+        .map_err(|e| format!("{}: {e}", stack_file.display()))?;
     let kubeconfig = components::start_all(&dir, options)?;
     if let Some(out) = &options.kubeconfig_out {
         std::fs::copy(&kubeconfig, out).map_err(|e| format!("{}: {e}", out.display()))?;
     }
     let shown = options.kubeconfig_out.as_deref().unwrap_or(&kubeconfig);
     eprintln!(
-        "xtask: the control plane is up in {:.0?}{}; kubeconfig {}; logs in {}",
+        "xtask: the control plane of stack {} is up in {:.0?}{}; kubeconfig {}; logs in {}",
+        options.stack.name,
         started.elapsed(),
         if options.kueue { " with Kueue" } else { "" },
         shown.display(),
@@ -118,6 +154,8 @@ pub(crate) fn down() -> run::Result {
     if !killed.is_empty() {
         eprintln!("xtask: had to kill {} after 15 s", killed.join(", "));
     }
+    // Nothing runs now; the rest of the run folder stays for a reader of its logs.
+    let _ = std::fs::remove_file(run_dir().join(STACK_FILE));
     Ok(())
 }
 
@@ -136,6 +174,8 @@ const GATE_ACCOUNT: (&str, &str) = ("dispatch-system", "dispatch-kf-gate");
 /// runs as its ServiceAccount, with only the permissions of `GATE_RBAC`, which this
 /// applies first: the e2e suite's Kueue scenario thereby proves they are enough.
 pub(crate) fn start_gate() -> run::Result {
+    let stack = running_stack()?;
+    eprintln!("xtask: starting the gate on the control plane of stack {}", stack.name);
     run::cargo(&["build", "-p", "dispatch-kf-gate", "--locked"])?;
     let _killed = process::stop_one(&run_dir(), "dispatch-kf-gate", Duration::from_secs(10));
     let kubeconfig = gate_kubeconfig()?;
@@ -195,9 +235,30 @@ mod tests {
                 .unwrap();
         assert_eq!(
             options,
-            Options { kueue: true, nodes: 5, gpus: 2, kubeconfig_out: Some("k.yaml".into()) }
+            Options {
+                stack: default_stack(),
+                kueue: true,
+                nodes: 5,
+                gpus: 2,
+                kubeconfig_out: Some("k.yaml".into())
+            }
         );
         assert_eq!(parse_up(&[]).unwrap(), Options::default());
+        assert_eq!(parse_up(&[]).unwrap().stack.name, "current");
+    }
+
+    #[test]
+    fn up_and_build_take_a_stack() {
+        let options = parse_up(&args(&["--kueue", "--stack", "oldest"])).unwrap();
+        assert_eq!((options.stack.name, options.kueue), ("oldest", true));
+        assert_eq!(parse_up(&args(&["--stack=newest"])).unwrap().stack.name, "newest");
+        assert_eq!(parse_build(&args(&["--stack", "oldest"])).unwrap().name, "oldest");
+        assert_eq!(parse_build(&[]).unwrap().name, "current");
+        for bad in [&["--stack", "nope"][..], &["--stack"], &["--kueue"]] {
+            assert!(parse_build(&args(bad)).is_err(), "{bad:?}");
+        }
+        let err = parse_up(&args(&["--stack", "nope"])).unwrap_err();
+        assert!(err.contains("oldest") && err.contains("newest"), "{err}");
     }
 
     #[test]
