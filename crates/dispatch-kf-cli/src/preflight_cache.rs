@@ -3,9 +3,9 @@
 //! folder (`~/.cache/dispatch-kf/preflight/` on Linux), so that `hold` takes about as
 //! long as `find` instead of probing the cluster every time.
 //!
-//! Only a preflight that found the Backend writable is kept: one that found it
-//! observe-only is run again by the next command, so a fixed permission takes effect
-//! at once. A kept preflight is trusted while it is younger than `--preflight-max-age`
+//! A preflight that found the Backend writable or observe-only is kept alike, so that a
+//! cluster the adapter cannot write to is not probed again by every command (`preflight`
+//! refreshes it at once after a fix). A kept preflight is trusted while it is younger than `--preflight-max-age`
 //! (10 minutes by default; `0s` never trusts one), and one that proved Kueue's
 //! readmission gate only while it is younger than the gate controller's Lease duration
 //! too; `preflight` always runs in full and keeps what it finds. The key is the
@@ -107,12 +107,13 @@ impl Cache {
         }))
     }
 
-    /// Keeps `preflight`, made at `at`, when it found the Backend writable; removes
-    /// what was kept otherwise. Failing to write is not an error: the next command
-    /// runs the preflight again. `Err` says why a folder that is there was not written
-    /// in (not this user's, or others may write it).
+    /// Keeps `preflight`, made at `at`, when it found the Backend writable or
+    /// observe-only; removes what was kept otherwise (a read-only Backend probes
+    /// nothing). Failing to write is not an error: the next command runs the preflight
+    /// again. `Err` says why a folder that is there was not written in (not this
+    /// user's, or others may write it).
     pub(crate) fn keep(&self, preflight: &Preflight, at: Timestamp) -> Result<(), String> {
-        if preflight.access != Writability::Writable {
+        if preflight.access == Writability::ReadOnly {
             let _ = std::fs::remove_file(&self.path);
             return Ok(());
         }
@@ -285,15 +286,22 @@ mod tests {
     }
 
     #[test]
-    fn an_observe_only_preflight_is_not_kept_and_removes_the_kept_one() {
+    fn an_observe_only_preflight_is_kept_as_a_writable_one_is_and_a_read_only_one_is_not() {
         let dir = dir("observe-only");
         let cache = Cache::of(Some(&dir), &identity("https://a:6443", "a"), &settings("ns"));
         let cache = cache.unwrap();
-        cache.keep(&Preflight::of(facts(), false, Vec::new(), None), t0()).unwrap();
         let mut denied = facts();
         denied.missing_writes = vec!["create trainjobs".into()];
         cache.keep(&Preflight::of(denied, false, Vec::new(), None), t0()).unwrap();
-        assert!(cache.trusted(t0(), TEN).unwrap().is_none());
+        let kept = cache.trusted(t0(), TEN).unwrap().expect("the observe-only preflight");
+        let Writability::ObserveOnly { missing } = kept.preflight.access else {
+            panic!("{:?}", kept.preflight.access)
+        };
+        assert!(missing.contains("create trainjobs"), "{missing}");
+        let mut read_only = facts();
+        read_only.read_only = true;
+        cache.keep(&Preflight::of(read_only, false, Vec::new(), None), t0()).unwrap();
+        assert!(cache.trusted(t0(), TEN).unwrap().is_none(), "read-only removes the kept one");
         std::fs::write(&cache.path, b"not json").unwrap();
         assert!(cache.trusted(t0(), TEN).unwrap().is_none(), "a bad file misses");
         std::fs::remove_dir_all(&dir).unwrap();

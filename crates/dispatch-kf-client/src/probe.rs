@@ -43,6 +43,32 @@ impl Cluster {
         }
     }
 
+    /// The OpenAPI v3 document the apiserver serves for `group_version`
+    /// (`/openapi/v3/apis/trainer.kubeflow.org/v1alpha1`), or `None` where it serves
+    /// none (404: a group-version it does not serve, or an apiserver that publishes no
+    /// OpenAPI v3).
+    pub async fn openapi(
+        &self,
+        cx: &CallContext,
+        group_version: &str,
+    ) -> Result<Option<serde_json::Value>> {
+        let what = format!("read the OpenAPI schema of {group_version}");
+        let path = if group_version.contains('/') { "apis" } else { "api" };
+        let result = self
+            .call(cx, RequestClass::Discovery, &what, |client| async move {
+                let request = http::Request::get(format!("/openapi/v3/{path}/{group_version}"))
+                    .body(Vec::new())
+                    .map_err(kube::Error::HttpError)?;
+                client.request::<serde_json::Value>(request).await
+            })
+            .await;
+        match result {
+            Ok(document) => Ok(Some(document)),
+            Err(e) if e.is(Kind::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Whether the adapter's identity may do `permission` in `namespace`, answered by a
     /// SelfSubjectAccessReview (a create that changes nothing, so classified as a read).
     pub async fn may(

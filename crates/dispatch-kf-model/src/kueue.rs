@@ -128,8 +128,13 @@ pub fn workload_ready(workload: &Value, check: &str) -> Result<(), String> {
     let gated_by = annotation(workload, keys::KUEUE_ADMISSION_GATED_BY).unwrap_or("");
     let mut problems = Vec::new();
     if !gated_by.split(',').any(|g| g.trim() == keys::START_GATE) {
-        problems
-            .push(format!("Workload {name} does not carry the start gate {}", keys::START_GATE));
+        problems.push(format!(
+            "Kueue does not gate admission: Workload {name} does not carry the start gate {} in {} \
+             (Kueue v0.17 and v0.18 need the AdmissionGatedBy feature gate; it is on by default \
+             from v0.19)",
+            keys::START_GATE,
+            keys::KUEUE_ADMISSION_GATED_BY
+        ));
     }
     let checks = workload.pointer("/status/admissionChecks").and_then(Value::as_array);
     if !checks.into_iter().flatten().any(|c| c.get("name").and_then(Value::as_str) == Some(check)) {
@@ -329,5 +334,15 @@ mod tests {
         let bare = json!({"metadata": {"name": "w"}});
         let err = workload_ready(&bare, CHECK).unwrap_err();
         assert!(err.contains("start gate") && err.contains("admission check"), "{err}");
+        // Kueue v0.17 and v0.18 without AdmissionGatedBy copy no gate: the refusal
+        // names the feature gate.
+        let ungated = json!({"metadata": {"name": "w"},
+                             "status": {"admissionChecks": [{"name": CHECK, "state": "Pending"}]}});
+        assert_eq!(
+            workload_ready(&ungated, CHECK).unwrap_err(),
+            "Kueue does not gate admission: Workload w does not carry the start gate \
+             dispatch.phpboyscout.uk/start in kueue.x-k8s.io/admission-gated-by (Kueue v0.17 and \
+             v0.18 need the AdmissionGatedBy feature gate; it is on by default from v0.19)"
+        );
     }
 }

@@ -101,6 +101,7 @@ pub mod readback;
 pub mod readmission;
 pub mod render;
 pub mod runtime;
+pub mod served;
 pub mod settings;
 
 pub use render::request::read_request;

@@ -16,7 +16,7 @@ use dispatch_kf_client::resources::{
 use dispatch_kf_client::{Cluster, ClusterConfig, Permission, Resource};
 use dispatch_kf_model::capabilities::{self, PreflightFacts, Writability};
 use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, lease_duration, prove_gate};
-use dispatch_kf_model::{Mode, Purpose, Settings, keys, probe_request};
+use dispatch_kf_model::{Mode, Purpose, Settings, keys, probe_request, served};
 use jiff::SignedDuration;
 use serde_json::Value;
 
@@ -140,6 +140,7 @@ impl KubeflowBackend {
             facts.hold_round_trip = Err("not run, because the backend does not write".to_owned());
             return Ok(learned.backend(facts, settings, cluster));
         }
+        require_gatable_trainer(&cluster, cx).await?;
         // The probe runs as a writable Backend; what it finds decides the real one.
         let probing = learned.backend(facts.clone(), settings.clone(), cluster.clone());
         let (started, round_trip) = probing.inner.probe(cx).await?;
@@ -160,12 +161,25 @@ async fn require_served_apis(cluster: &Cluster, cx: &CallContext, mode: Mode) ->
     for gv in required_group_versions(mode) {
         if !cluster.serves(cx, gv).await? {
             return Err(Error::unsupported(format!(
-                "the cluster does not serve {gv}: install Kubeflow Trainer v2.3+, JobSet v0.12+{}",
+                "the cluster does not serve {gv}: install Kubeflow Trainer v2.2+, JobSet v0.11+{} (docs/compatibility.md)",
                 if mode == Mode::Kueue { " and Kueue v0.17+" } else { "" }
             )));
         }
     }
     Ok(())
+}
+
+/// A Backend that would write: its Trainer's TrainJob has the field the adapter writes
+/// its gates into (`served.rs`), read from the schema the apiserver serves. Only then,
+/// because the document is large (about 1 MB for the Trainer's kinds) and observing
+/// needs no field of a particular Trainer version.
+async fn require_gatable_trainer(cluster: &Cluster, cx: &CallContext) -> Result<()> {
+    match cluster.openapi(cx, keys::TRAINER_API_VERSION).await? {
+        Some(schema) => {
+            served::trainer_supports_runtime_patches(&schema).map_err(Error::unsupported)
+        }
+        None => Ok(()),
+    }
 }
 
 /// Access reviews: the adapter may read everything it must observe.
