@@ -76,6 +76,6 @@ pub use identity::Identity;
 pub use objects::{CONFLICT_TRIES, Created, Deleted, LIST_RESTARTS, Objects};
 pub use probe::Permission;
 pub use resources::Resource;
-pub use snapshot::{JobQuery, KnownNames};
+pub use snapshot::{JobQuery, Known, KnownNames};
 pub use transport::redacted;
 pub use watch::{Change, Changes, DEAD_WATCHES, WATCH_TIMEOUT};

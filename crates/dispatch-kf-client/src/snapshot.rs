@@ -3,18 +3,21 @@
 //!
 //! A stripped label contradicts nothing, so labels alone cannot find a job's objects:
 //! TrainJobs, JobSets and runtime copies are read whole with one label-selected list
-//! each, plus a get for each object the caller knows of by name ([`KnownNames`], from
-//! the Backend's index of the namespace) that the list missed, having lost its label,
-//! which only a foreign hand causes. Pods come by the job-id label and by JobSet's
-//! jobset-name label, Workloads by the UIDs of the TrainJobs, Nodes by a get each,
-//! concurrently, only when the adapter may read them. Nothing read grows with the rest
-//! of the namespace.
+//! each, plus a get for each name of the job that the lists missed, having lost its
+//! label, which only a foreign hand causes. The names come from the caller's index of
+//! the namespace when it keeps one ([`Known::Index`]), else from the job's own objects
+//! ([`Known::Implied`]): every object of one submission bears the same name, so each
+//! submission a listed object or a labelled pod names gives the names of its TrainJob,
+//! JobSet and runtime copy. Pods come by the job-id label and by JobSet's jobset-name
+//! label, Workloads by the UIDs of the TrainJobs, Nodes by a get each, concurrently,
+//! only when the adapter may read them. Nothing read grows with the rest of the
+//! namespace.
 
 use std::collections::BTreeSet;
 
 use dispatch_core::{CallContext, JobId, Result};
 use dispatch_kf_model::view::View;
-use dispatch_kf_model::{Mode, Snapshot, keys};
+use dispatch_kf_model::{Mode, Snapshot, keys, names};
 
 use crate::cluster::Cluster;
 use crate::objects::Objects;
@@ -32,6 +35,28 @@ pub struct KnownNames {
     pub runtimes: Vec<String>,
 }
 
+/// Where the names of a job's objects that lost their label come from.
+#[derive(Clone, Copy, Debug)]
+pub enum Known<'a> {
+    /// The caller's index of the namespace (a metadata watch of each kind): it names
+    /// every object of the job, whatever submission it is of.
+    Index(&'a KnownNames),
+    /// No index: the names the job's own objects imply (each submission a labelled
+    /// TrainJob, JobSet, runtime copy or pod names). A submission none of whose
+    /// objects or pods still carries the job-id label is not seen.
+    Implied,
+}
+
+impl Known<'_> {
+    /// The names the index gives for one kind; none when implied.
+    fn of(&self, kind: impl Fn(&KnownNames) -> &Vec<String>) -> &[String] {
+        match self {
+            Known::Index(known) => kind(known),
+            Known::Implied => &[],
+        }
+    }
+}
+
 /// What to read for one job.
 #[derive(Clone, Copy, Debug)]
 pub struct JobQuery<'a> {
@@ -43,8 +68,8 @@ pub struct JobQuery<'a> {
     pub mode: Mode,
     /// Whether the adapter may get Nodes.
     pub nodes_readable: bool,
-    /// The names of the job's objects the caller knows of.
-    pub known: &'a KnownNames,
+    /// Where the names of the job's label-stripped objects come from.
+    pub known: Known<'a>,
 }
 
 impl Cluster {
@@ -62,12 +87,25 @@ impl Cluster {
         // Children before parents: an object is made after its owner, so a child read
         // first whose owner the later read misses really has lost it. Read together, a
         // JobSet made between the two lists would look orphaned for one snapshot.
-        let (job_sets, runtimes, labelled_pods) = futures::try_join!(
-            js.of_job(cx, &by_label, &known.job_sets),
-            rt.of_job(cx, &by_label, &known.runtimes),
+        let (mut job_sets, mut runtimes, labelled_pods) = futures::try_join!(
+            js.of_job(cx, &by_label, known.of(|k| &k.job_sets)),
+            rt.of_job(cx, &by_label, known.of(|k| &k.runtimes)),
             pod.list(cx, &by_label),
         )?;
-        let train_jobs = tj.of_job(cx, &by_label, &known.train_jobs).await?;
+        let mut train_jobs = tj.of_job(cx, &by_label, known.of(|k| &k.train_jobs)).await?;
+        if let Known::Implied = known {
+            // The same order: the copies and JobSets the lists missed, then the
+            // TrainJobs, so an owner read after its child is not missed.
+            let implied =
+                implied(query.job, [&train_jobs, &job_sets, &runtimes], &labelled_pods.items);
+            let (more_job_sets, more_runtimes) = futures::try_join!(
+                js.missing(cx, &job_sets, &implied),
+                rt.missing(cx, &runtimes, &implied),
+            )?;
+            job_sets.extend(more_job_sets);
+            runtimes.extend(more_runtimes);
+            train_jobs.extend(tj.missing(cx, &train_jobs, &implied).await?);
+        }
 
         let job_set_names: BTreeSet<String> =
             train_jobs.iter().chain(&job_sets).map(|o| o.meta().name().to_owned()).collect();
@@ -131,7 +169,37 @@ impl Cluster {
     }
 }
 
+/// The names of `job`'s submissions that its listed objects and labelled pods name:
+/// an object's own name, a pod's name and its JobSet's name.
+fn implied(job: &JobId, listed: [&Vec<View>; 3], pods: &[View]) -> BTreeSet<String> {
+    let own = listed.into_iter().flatten().filter_map(|o| names::parse(o.meta().name()));
+    let of_pods = pods.iter().flat_map(|p| {
+        let meta = p.meta();
+        let by_job_set = meta.label(keys::JOBSET_NAME).and_then(names::parse);
+        names::parse_prefix(meta.name()).into_iter().chain(by_job_set)
+    });
+    own.chain(of_pods)
+        .filter(|(of, _)| of == job)
+        .map(|(_, submission)| names::make(job, submission))
+        .collect()
+}
+
 impl Objects<'_> {
+    /// The objects named in `names` that `have` lacks, read concurrently; one that is
+    /// not there is left out.
+    async fn missing(
+        &self,
+        cx: &CallContext,
+        have: &[View],
+        names: &BTreeSet<String>,
+    ) -> Result<Vec<View>> {
+        let have: BTreeSet<&str> = have.iter().map(|o| o.meta().name()).collect();
+        let reads =
+            names.iter().filter(|n| !have.contains(n.as_str())).map(|n| self.get_view(cx, n));
+        let found = futures::future::try_join_all(reads).await?;
+        Ok(found.into_iter().flatten().collect())
+    }
+
     /// The job's objects of this kind: those the label selects, and those named in
     /// `known` that the label no longer selects.
     async fn of_job(

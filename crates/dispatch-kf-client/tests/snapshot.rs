@@ -2,7 +2,7 @@
 //! the number of requests does not grow with the namespace.
 
 use dispatch_core::{CallContext, JobId};
-use dispatch_kf_client::{Cluster, JobQuery, KnownNames};
+use dispatch_kf_client::{Cluster, JobQuery, Known, KnownNames};
 use dispatch_kf_model::{Mode, keys, names};
 use dispatch_kf_sim::{Sim, SimOptions};
 use serde_json::{Value, json};
@@ -64,7 +64,13 @@ static BY_LABEL: KnownNames =
     KnownNames { train_jobs: Vec::new(), job_sets: Vec::new(), runtimes: Vec::new() };
 
 fn query(job: &JobId) -> JobQuery<'_> {
-    JobQuery { namespace: NS, job, mode: Mode::Plain, nodes_readable: true, known: &BY_LABEL }
+    JobQuery {
+        namespace: NS,
+        job,
+        mode: Mode::Plain,
+        nodes_readable: true,
+        known: Known::Index(&BY_LABEL),
+    }
 }
 
 #[tokio::test]
@@ -96,7 +102,10 @@ async fn objects_whose_labels_were_stripped_are_found_by_name() {
         runtimes: vec!["gone".into()],
     };
     let snapshot = c
-        .read_job(&CallContext::background(), JobQuery { known: &known, ..query(&job(1)) })
+        .read_job(
+            &CallContext::background(),
+            JobQuery { known: Known::Index(&known), ..query(&job(1)) },
+        )
         .await
         .unwrap();
     assert_eq!(snapshot.train_jobs.len(), 1);
@@ -122,4 +131,35 @@ async fn a_job_snapshot_takes_as_many_requests_in_a_crowded_namespace_as_in_an_e
     assert_eq!(sim.requests().len(), alone, "requests do not grow with the namespace");
     assert_eq!(snapshot.train_jobs.len(), 1);
     assert!(alone <= 10, "{alone} requests for one job");
+}
+
+/// Without an index, a TrainJob whose label was stripped is still found: its JobSet and
+/// pods keep theirs, and every object of a submission bears the submission's name.
+#[tokio::test]
+async fn without_an_index_a_stripped_object_is_found_by_the_name_its_siblings_imply() {
+    let sim = sim_with_a_node().await;
+    install_job(&sim, &job(1), 1, true);
+    install_job(&sim, &job(2), 1, true);
+    let name = names::make(&job(1), 1);
+    let mut tj = sim.get("trainjobs", NS, &name).unwrap();
+    tj["metadata"]["labels"].as_object_mut().unwrap().remove(keys::LABEL_JOB_ID);
+    sim.apply(tj).unwrap();
+
+    let c = cluster(&sim).await;
+    let one = job(1);
+    let implied = JobQuery { known: Known::Implied, ..query(&one) };
+    sim.clear_requests();
+    let snapshot = c.read_job(&CallContext::background(), implied).await.unwrap();
+    assert_eq!(snapshot.train_jobs.len(), 1, "found by the name its JobSet implies");
+    assert_eq!(snapshot.train_jobs[0].meta.name(), name);
+    assert_eq!(snapshot.job_sets.len(), 1);
+    let gets: Vec<String> = sim
+        .requests()
+        .iter()
+        .filter(|r| r.verb == "get" && r.resource != "nodes")
+        .map(|r| format!("{} {}", r.resource, r.name))
+        .collect();
+    // This setup has no runtime copy: its name is asked for and found absent, before
+    // the TrainJob, as a child is read before its owner.
+    assert_eq!(gets, [format!("trainingruntimes {name}"), format!("trainjobs {name}")]);
 }

@@ -1,14 +1,16 @@
 //! Find and Inspect: one snapshot read, one classification.
 
 use dispatch_core::{CallContext, Discovery, JobId, ObjectObs, ObjectRef, Result};
-use dispatch_kf_client::{Cluster, JobQuery};
+use dispatch_kf_client::{Cluster, JobQuery, Known};
 use dispatch_kf_model::{ClassifyOptions, Snapshot, classify};
 use jiff::Timestamp;
 
 use crate::{Inner, edge};
 
 impl Inner {
-    /// Everything one classification of `job` reads.
+    /// Everything one classification of `job` reads: the job's objects by label, and
+    /// those that lost it by the names the shared index holds when its watches are
+    /// live, else by the names the job's own objects imply (`docs/backend.md#find-and-inspect`).
     pub(crate) async fn snapshot(&self, cx: &CallContext, job: &JobId) -> Result<Snapshot> {
         self.snapshot_on(&self.cluster, cx, job).await
     }
@@ -20,13 +22,25 @@ impl Inner {
         cx: &CallContext,
         job: &JobId,
     ) -> Result<Snapshot> {
-        let known = self.hub.known(cx, cluster, job).await?;
+        match self.hub.known_if_live(job) {
+            Some(known) => self.read(cluster, cx, job, Known::Index(&known)).await,
+            None => self.read(cluster, cx, job, Known::Implied).await,
+        }
+    }
+
+    async fn read(
+        &self,
+        cluster: &Cluster,
+        cx: &CallContext,
+        job: &JobId,
+        known: Known<'_>,
+    ) -> Result<Snapshot> {
         let query = JobQuery {
             namespace: &self.settings.namespace,
             job,
             mode: self.settings.mode,
             nodes_readable: self.preflight.nodes_readable,
-            known: &known,
+            known,
         };
         let mut snapshot = cluster.read_job(cx, query).await?;
         self.evidence.forget_gone(job, &snapshot);

@@ -4,8 +4,9 @@
 //! TrainJob, JobSet and runtime copy by job, from which Find learns the names of
 //! objects whose label was stripped without listing the namespace.
 //!
-//! A kind's watch starts the first time a Find or a Watch needs it and runs as long as
-//! the Backend lives. When it ends with an error (its apiserver stayed unreachable), the
+//! A kind's watch starts the first time a Watch or a StopJob needs it (never for a
+//! Find: a Backend made for one call must not read the whole namespace) and runs as
+//! long as the Backend lives. When it ends with an error (its apiserver stayed unreachable), the
 //! error ends every Watch open on it, the next call that needs the kind starts it anew,
 //! and its index is not read meanwhile.
 
@@ -159,26 +160,35 @@ impl Hub {
         Hub { cluster, namespace: namespace.to_owned(), mode, shared }
     }
 
-    /// The names of `job`'s TrainJobs, JobSets and runtime copies the index holds, once
-    /// their kinds' watches are live.
-    pub(crate) async fn known(
-        &self,
-        cx: &CallContext,
-        call: &Cluster,
-        job: &JobId,
-    ) -> Result<KnownNames> {
-        self.live(cx, call, &INDEXED).await?;
+    /// Makes the index live: starts the watches of its kinds that are not running (or
+    /// failed) and waits for their first list. StopJob, which must leave nothing of its
+    /// job whatever its labels, calls it before it looks.
+    pub(crate) async fn index(&self, cx: &CallContext) -> Result<()> {
+        self.live(cx, &self.cluster, &INDEXED).await
+    }
+
+    /// The names the index holds for `job` if every indexed kind's watch is live (a
+    /// Watch or a StopJob started them); `None` otherwise, starting nothing: a Find
+    /// on a Backend that keeps no index reads the names its job's objects imply.
+    pub(crate) fn known_if_live(&self, job: &JobId) -> Option<KnownNames> {
         let state = self.shared.lock();
+        let live = INDEXED.iter().all(|feed| {
+            matches!(state.kinds.get(feed.resource.kind).map(|k| &k.phase), Some(Phase::Live))
+        });
+        live.then(|| self.names_of(&state, job))
+    }
+
+    fn names_of(&self, state: &State, job: &JobId) -> KnownNames {
         let names = |feed: &Feed| -> Vec<String> {
             let index = state.kinds.get(feed.resource.kind).map(|k| &k.index);
             let names = index.and_then(|i| i.names_by_job.get(job));
             names.map(|n| n.iter().cloned().collect()).unwrap_or_default()
         };
-        Ok(KnownNames {
+        KnownNames {
             train_jobs: names(&INDEXED[0]),
             job_sets: names(&INDEXED[1]),
             runtimes: names(&INDEXED[2]),
-        })
+        }
     }
 
     /// Routes the changes of every kind a Watch of `job` needs to the subscription,

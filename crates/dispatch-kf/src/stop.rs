@@ -58,6 +58,10 @@ impl Inner {
             let wait = self.settings.timeouts.stop_job.to_std().unwrap_or_default();
             cx.deadline = Some(edge::instant() + wait);
         }
+        // An object whose label a foreign hand stripped, of a submission no other
+        // object of the job names, is known only to the shared index: StopJob reads by
+        // it, as a Find on a Backend whose index is live does.
+        self.hub.index(&cx).await.map_err(|e| e.context("stop-job"))?;
         loop {
             self.remove_job(&cx, job).await?;
             let now = edge::now();
