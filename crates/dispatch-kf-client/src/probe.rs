@@ -27,20 +27,7 @@ impl Cluster {
     /// A 404 means it does not, which is an answer, not an error.
     pub async fn serves(&self, cx: &CallContext, group_version: &str) -> Result<bool> {
         let what = format!("discover {group_version}");
-        let path = if group_version.contains('/') { "apis" } else { "api" };
-        let result = self
-            .call(cx, RequestClass::Discovery, &what, |client| async move {
-                let request = http::Request::get(format!("/{path}/{group_version}"))
-                    .body(Vec::new())
-                    .map_err(kube::Error::HttpError)?;
-                client.request::<serde_json::Value>(request).await
-            })
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e) if e.is(Kind::NotFound) => Ok(false),
-            Err(e) => Err(e),
-        }
+        Ok(self.discovery_document(cx, &what, "", group_version).await?.is_some())
     }
 
     /// The OpenAPI v3 document the apiserver serves for `group_version`
@@ -53,13 +40,28 @@ impl Cluster {
         group_version: &str,
     ) -> Result<Option<serde_json::Value>> {
         let what = format!("read the OpenAPI schema of {group_version}");
+        self.discovery_document(cx, &what, "/openapi/v3", group_version).await
+    }
+
+    /// The document at `<prefix>/apis/<group_version>` (`/api/v1` for the core group),
+    /// or `None` on 404, which is an answer, not an error.
+    async fn discovery_document(
+        &self,
+        cx: &CallContext,
+        what: &str,
+        prefix: &str,
+        group_version: &str,
+    ) -> Result<Option<serde_json::Value>> {
         let path = if group_version.contains('/') { "apis" } else { "api" };
+        let url = format!("{prefix}/{path}/{group_version}");
         let result = self
-            .call(cx, RequestClass::Discovery, &what, |client| async move {
-                let request = http::Request::get(format!("/openapi/v3/{path}/{group_version}"))
-                    .body(Vec::new())
-                    .map_err(kube::Error::HttpError)?;
-                client.request::<serde_json::Value>(request).await
+            .call(cx, RequestClass::Discovery, what, |client| {
+                let url = url.clone();
+                async move {
+                    let request =
+                        http::Request::get(url).body(Vec::new()).map_err(kube::Error::HttpError)?;
+                    client.request::<serde_json::Value>(request).await
+                }
             })
             .await;
         match result {

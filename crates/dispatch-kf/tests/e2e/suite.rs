@@ -635,13 +635,9 @@ impl World {
     /// by pod name; `None` for a pod without one.
     pub(crate) async fn pod_admissions(&self, job: &JobId, name: &str) -> Vec<Option<String>> {
         let mut pods: Vec<(String, Option<String>)> = self
-            .labelled(Kind::Pod, job)
+            .pods_of_train_job(job, name)
             .await
             .into_iter()
-            .filter(|p| {
-                let labels = p.metadata.labels.as_ref();
-                labels.and_then(|l| l.get(keys::JOBSET_NAME)).map(String::as_str) == Some(name)
-            })
             .map(|p| {
                 let annotations = p.metadata.annotations.unwrap_or_default();
                 (p.metadata.name.unwrap_or_default(), annotations.get(keys::ANN_ADMISSION).cloned())
@@ -651,16 +647,22 @@ impl World {
         pods.into_iter().map(|(_, admission)| admission).collect()
     }
 
+    /// The pods of `job` that belong to its TrainJob `name` (its JobSet's).
+    async fn pods_of_train_job(&self, job: &JobId, name: &str) -> Vec<DynamicObject> {
+        let mut pods = self.labelled(Kind::Pod, job).await;
+        pods.retain(|p| {
+            let labels = p.metadata.labels.as_ref();
+            labels.and_then(|l| l.get(keys::JOBSET_NAME)).map(String::as_str) == Some(name)
+        });
+        pods
+    }
+
     /// The pods of `job`'s TrainJob `name`, by rank: (pod, node).
     pub(crate) async fn ranks(&self, job: &JobId, name: &str) -> Vec<(String, String)> {
         let mut ranks: Vec<(String, String, String)> = self
-            .labelled(Kind::Pod, job)
+            .pods_of_train_job(job, name)
             .await
             .into_iter()
-            .filter(|p| {
-                let labels = p.metadata.labels.as_ref();
-                labels.and_then(|l| l.get(keys::JOBSET_NAME)).map(String::as_str) == Some(name)
-            })
             .map(|p| {
                 let labels = p.metadata.labels.clone().unwrap_or_default();
                 let index = labels.get(keys::JOB_COMPLETION_INDEX).cloned().unwrap_or_default();
