@@ -323,10 +323,7 @@ fn measure(program: &Path, args: &[&str], file: &Path) -> Result<Measure, String
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|a| (*a).to_owned()).collect()
-    }
+    use crate::run::args;
 
     #[test]
     fn scale_takes_a_stack_and_passes_the_rest_to_the_bench() {

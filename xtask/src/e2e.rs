@@ -160,10 +160,7 @@ fn absolute(path: &Path) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|a| (*a).to_owned()).collect()
-    }
+    use crate::run::args;
 
     #[test]
     fn the_kubeconfig_is_taken_in_either_spelling() {

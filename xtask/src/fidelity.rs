@@ -227,11 +227,8 @@ fn normalize(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::args;
     use serde_json::json;
-
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|a| (*a).to_owned()).collect()
-    }
 
     #[test]
     fn fidelity_runs_on_a_stack_or_only_compares() {

@@ -205,10 +205,7 @@ fn civil_date(days: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|a| (*a).to_owned()).collect()
-    }
+    use crate::run::args;
 
     fn names(request: Result<Request, String>) -> Vec<&'static str> {
         match request {

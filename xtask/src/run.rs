@@ -79,3 +79,9 @@ pub(crate) fn cargo_env_output(
     let status = child.wait().map_err(|e| format!("cargo: {e}"))?;
     Ok((status.success(), kept))
 }
+
+/// A command line's arguments, as the parsers take them (tests).
+#[cfg(test)]
+pub(crate) fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|a| (*a).to_owned()).collect()
+}

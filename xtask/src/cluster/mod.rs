@@ -223,10 +223,7 @@ fn admin_kubectl(args: &[&str]) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|a| (*a).to_owned()).collect()
-    }
+    use crate::run::args;
 
     #[test]
     fn up_takes_its_flags_in_either_spelling() {

@@ -299,10 +299,7 @@ pub(crate) fn staging_version(kubernetes: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|a| (*a).to_owned()).collect()
-    }
+    use crate::run::args;
 
     #[test]
     fn staging_modules_follow_each_stacks_kubernetes_minor() {
