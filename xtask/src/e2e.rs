@@ -98,6 +98,28 @@ pub(crate) fn suite_output(kubeconfig: &Path) -> Result<(bool, String), String> 
     run::cargo_env_output(&suite_args(&["--show-output"]), &borrowed(&env))
 }
 
+/// The CLI's test of a refused cluster (`crates/dispatch-kf-cli/tests/refusal.rs`).
+const REFUSAL_TEST: &str =
+    "a_real_cluster_kept_to_be_refused_is_refused_by_preflight_and_start_in_one_line";
+
+/// Runs the CLI's refusal test against the cluster of `kubeconfig` in `mode`, expecting
+/// `preflight` and `start` to refuse it with a message that begins with `words`:
+/// whether it passed, and the harness's standard output.
+pub(crate) fn refusal_output(
+    kubeconfig: &Path,
+    mode: Mode,
+    words: &str,
+) -> Result<(bool, String), String> {
+    let kubeconfig = utf8(absolute(kubeconfig)?)?;
+    let env = [
+        ("DISPATCH_KF_REFUSAL_KUBECONFIG", kubeconfig.as_str()),
+        ("DISPATCH_KF_REFUSAL_MODE", mode.name()),
+        ("DISPATCH_KF_REFUSAL_WORDS", words),
+    ];
+    let test = ["--test", "refusal", "--locked", "--", "--exact", REFUSAL_TEST, "--show-output"];
+    run::cargo_env_output(&[&["test", "-p", "dispatch-kf-cli"][..], &test].concat(), &env)
+}
+
 /// Runs the suite against the cluster of `kubeconfig` (the simulated one without it),
 /// each scenario recording how it ended into `record` (`World::record`).
 pub(crate) fn suite_recording(kubeconfig: Option<&Path>, record: &Path) -> run::Result {
@@ -122,7 +144,6 @@ fn suite_env(
     kubeconfig: Option<&Path>,
     record: Option<&Path>,
 ) -> Result<Vec<(&'static str, String)>, String> {
-    let utf8 = |p: PathBuf| p.to_str().map(str::to_owned).ok_or("a path is not UTF-8".to_owned());
     let mut env = Vec::new();
     if let Some(kubeconfig) = kubeconfig {
         env.push((KUBECONFIG_VAR, utf8(absolute(kubeconfig)?)?));
@@ -132,6 +153,11 @@ fn suite_env(
         env.push((RECORD_VAR, utf8(absolute(record)?)?));
     }
     Ok(env)
+}
+
+/// The path as text.
+fn utf8(path: PathBuf) -> Result<String, String> {
+    path.to_str().map(str::to_owned).ok_or("a path is not UTF-8".to_owned())
 }
 
 const USAGE: &str = "usage: cargo xtask e2e --kubeconfig FILE | --real [--stack NAME]";

@@ -1,6 +1,8 @@
 //! `cargo xtask matrix [--stack A,B]`: every stack of the versions table (the supported
 //! ones unless named), each on the real control plane twice, as `e2e --real` runs it:
-//! `cluster up` and the suite, then `cluster up --kueue`, the gate and the suite. Each
+//! `cluster up` and the suite, then `cluster up --kueue`, the gate and the suite. A
+//! stack kept to be refused gets, in each mode it is refused in, the CLI's refusal
+//! test (`crates/dispatch-kf-cli/tests/refusal.rs`) instead of the suite. Each
 //! scenario's verdict is read from the test harness's lines and kept per stack in
 //! `docs/compatibility.json`; `docs/compatibility.md` is then written from it and the
 //! stacks table. Stacks not run keep their earlier results, so a partial run updates
@@ -14,7 +16,7 @@ mod render;
 mod results;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use results::{ModeRun, Results, StackRun, Verdict};
@@ -72,7 +74,7 @@ pub(crate) fn run(args: &[String]) -> run::Result {
     for stack in stacks {
         eprintln!("xtask: matrix: stack {}", stack.name);
         let run = run_stack(stack)?;
-        if stack.support == Support::Supported && !run.modes.values().all(ModeRun::passed) {
+        if !run.modes.values().all(ModeRun::passed) {
             failed.push(stack.name);
         }
         results = results.merged([(stack.name.to_owned(), run)].into());
@@ -85,16 +87,26 @@ pub(crate) fn run(args: &[String]) -> run::Result {
     }
 }
 
-/// Both modes of one stack; a cluster that does not come up is recorded, not returned.
+/// Both modes of one stack (a stack refused in Kueue mode only, that mode): the e2e
+/// suite on a supported stack, the CLI's refusal test on a refused one. A cluster that
+/// does not come up is recorded, not returned.
 fn run_stack(stack: &'static Stack) -> Result<StackRun, String> {
     let (commit, dirty) = commit()?;
     let mut modes = BTreeMap::new();
     for mode in Mode::BOTH {
+        if matches!(stack.support, Support::Refused(r) if r.kueue_only && mode == Mode::Plain) {
+            continue;
+        }
         let run = match e2e::up(stack, mode) {
             Err(e) => {
                 ModeRun { error: Some(format!("cluster up failed: {e}")), ..ModeRun::default() }
             }
-            Ok(kubeconfig) => suite(&kubeconfig)?,
+            Ok(kubeconfig) => match stack.support {
+                Support::Supported => verdicts(e2e::suite_output(&kubeconfig)?),
+                Support::Refused(refusal) => {
+                    verdicts(e2e::refusal_output(&kubeconfig, mode, refusal.words)?)
+                }
+            },
         };
         modes.insert(mode.name().to_owned(), run);
     }
@@ -102,9 +114,8 @@ fn run_stack(stack: &'static Stack) -> Result<StackRun, String> {
     Ok(StackRun { date: today(), commit, dirty, versions: stack.versions(), modes })
 }
 
-/// The suite on the cluster of `kubeconfig`, its verdicts read from the harness.
-fn suite(kubeconfig: &Path) -> Result<ModeRun, String> {
-    let (succeeded, stdout) = e2e::suite_output(kubeconfig)?;
+/// The verdicts of a test run, read from the harness's standard output.
+fn verdicts((succeeded, stdout): (bool, String)) -> ModeRun {
     let scenarios = results::verdicts(&stdout);
     let failures = scenarios.values().any(|v| *v == Verdict::Fail);
     let error = if scenarios.is_empty() {
@@ -114,7 +125,7 @@ fn suite(kubeconfig: &Path) -> Result<ModeRun, String> {
     } else {
         None
     };
-    Ok(ModeRun { error, scenarios })
+    ModeRun { error, scenarios }
 }
 
 fn root_file(relative: &str) -> PathBuf {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use dispatch_core::{Error, Result};
 use dispatch_kf_model::keys;
-use dispatch_kf_sim::{Sim, SimOptions};
+use dispatch_kf_sim::{Releases, Sim, SimOptions};
 
 use crate::connect::block_on;
 use crate::console;
@@ -49,6 +49,14 @@ struct ServeArgs {
     /// in-process, so Kueue-mode settings pass preflight at once.
     #[arg(long, requires = "kueue")]
     gate: bool,
+    /// Play Kueue v0.17 or v0.18 as released, without the AdmissionGatedBy feature
+    /// gate: Workloads are made without the start gate, which the adapter refuses.
+    #[arg(long, requires = "kueue")]
+    kueue_without_admission_gated_by: bool,
+    /// Play Trainer v2.1: the TrainJob has no spec.runtimePatches (not in the served
+    /// schema, dropped from writes), which the adapter refuses.
+    #[arg(long)]
+    trainer_without_runtime_patches: bool,
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
@@ -103,7 +111,11 @@ impl ServeArgs {
     fn options(&self) -> SimOptions {
         let unserved =
             if self.kueue { Vec::new() } else { vec![keys::KUEUE_API_VERSION.to_owned()] };
-        SimOptions { start: jiff::Timestamp::now(), unserved, ..SimOptions::default() }
+        let releases = Releases {
+            trainer_runtime_patches: !self.trainer_without_runtime_patches,
+            kueue_admission_gated_by: !self.kueue_without_admission_gated_by,
+        };
+        SimOptions { start: jiff::Timestamp::now(), unserved, releases, ..SimOptions::default() }
     }
 }
 
@@ -172,12 +184,34 @@ async fn read_console(sim: Arc<Sim>) {
 mod tests {
     use super::*;
 
+    fn serve(kueue: bool) -> ServeArgs {
+        ServeArgs {
+            kubeconfig_out: None,
+            nodes: 1,
+            gpus: 8,
+            kueue,
+            gate: false,
+            kueue_without_admission_gated_by: false,
+            trainer_without_runtime_patches: false,
+        }
+    }
+
     #[test]
     fn kueues_api_is_served_only_with_kueue() {
-        let serve =
-            |kueue| ServeArgs { kubeconfig_out: None, nodes: 1, gpus: 8, kueue, gate: false };
         assert_eq!(serve(false).options().unserved, [keys::KUEUE_API_VERSION]);
         assert!(serve(true).options().unserved.is_empty());
+    }
+
+    #[test]
+    fn the_releases_played_are_the_newest_unless_told() {
+        assert_eq!(serve(true).options().releases, Releases::default());
+        let old = ServeArgs {
+            kueue_without_admission_gated_by: true,
+            trainer_without_runtime_patches: true,
+            ..serve(true)
+        };
+        let played = Releases { trainer_runtime_patches: false, kueue_admission_gated_by: false };
+        assert_eq!(old.options().releases, played);
     }
 
     #[test]

@@ -120,27 +120,42 @@ pub fn lease_is_fresh(lease: &Value, now: Timestamp) -> Result<(), String> {
     Ok(())
 }
 
+/// Why a new TrainJob's Workload is not ready for Start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotReady {
+    /// Kueue made the Workload without dispatch's start gate, though the TrainJob
+    /// carried it: this Kueue does not honour `kueue.x-k8s.io/admission-gated-by`
+    /// (v0.17 and v0.18 without the `AdmissionGatedBy` feature gate copy no gate into
+    /// the Workloads they make). Final: waiting longer cannot help, and the adapter
+    /// refuses the cluster in Kueue mode.
+    KueueDoesNotGate(String),
+    /// Not yet: the Workload does not list the admission check.
+    Waiting(String),
+}
+
 /// Whether a new TrainJob's Workload is ready for Start: it carries dispatch's start
 /// gate in `kueue.x-k8s.io/admission-gated-by` and lists `check` among its admission
-/// checks. `Err` says what is missing.
-pub fn workload_ready(workload: &Value, check: &str) -> Result<(), String> {
+/// checks. A Workload without the gate is [`NotReady::KueueDoesNotGate`], whatever
+/// else it lacks.
+pub fn workload_ready(workload: &Value, check: &str) -> Result<(), NotReady> {
     let name = text(workload, "/metadata/name").unwrap_or("");
     let gated_by = annotation(workload, keys::KUEUE_ADMISSION_GATED_BY).unwrap_or("");
-    let mut problems = Vec::new();
     if !gated_by.split(',').any(|g| g.trim() == keys::START_GATE) {
-        problems.push(format!(
-            "Kueue does not gate admission: Workload {name} does not carry the start gate {} in {} \
-             (Kueue v0.17 and v0.18 need the AdmissionGatedBy feature gate; it is on by default \
-             from v0.19)",
+        return Err(NotReady::KueueDoesNotGate(format!(
+            "Kueue does not gate admission: it made Workload {name} without the start gate {} \
+             in {} (Kueue v0.17 and v0.18 need the AdmissionGatedBy feature gate; it is on by \
+             default from v0.19; docs/compatibility.md)",
             keys::START_GATE,
             keys::KUEUE_ADMISSION_GATED_BY
-        ));
+        )));
     }
     let checks = workload.pointer("/status/admissionChecks").and_then(Value::as_array);
     if !checks.into_iter().flatten().any(|c| c.get("name").and_then(Value::as_str) == Some(check)) {
-        problems.push(format!("Workload {name} does not list admission check {check}"));
+        return Err(NotReady::Waiting(format!(
+            "Workload {name} does not list admission check {check}"
+        )));
     }
-    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+    Ok(())
 }
 
 /// Whether Kueue will run the ClusterQueue's admission checks when it admits this
@@ -328,21 +343,32 @@ mod tests {
 
     #[test]
     fn a_workload_is_ready_with_the_gate_and_the_check() {
-        let ready = json!({"metadata": {"name": "w", "annotations": {keys::KUEUE_ADMISSION_GATED_BY: keys::START_GATE}},
+        let gate = json!({keys::KUEUE_ADMISSION_GATED_BY: keys::START_GATE});
+        let ready = json!({"metadata": {"name": "w", "annotations": gate},
                            "status": {"admissionChecks": [{"name": CHECK, "state": "Pending"}]}});
         assert_eq!(workload_ready(&ready, CHECK), Ok(()));
-        let bare = json!({"metadata": {"name": "w"}});
-        let err = workload_ready(&bare, CHECK).unwrap_err();
-        assert!(err.contains("start gate") && err.contains("admission check"), "{err}");
-        // Kueue v0.17 and v0.18 without AdmissionGatedBy copy no gate: the refusal
-        // names the feature gate.
-        let ungated = json!({"metadata": {"name": "w"},
-                             "status": {"admissionChecks": [{"name": CHECK, "state": "Pending"}]}});
+        let unchecked = json!({"metadata": {"name": "w", "annotations": gate}});
         assert_eq!(
-            workload_ready(&ungated, CHECK).unwrap_err(),
-            "Kueue does not gate admission: Workload w does not carry the start gate \
-             dispatch.phpboyscout.uk/start in kueue.x-k8s.io/admission-gated-by (Kueue v0.17 and \
-             v0.18 need the AdmissionGatedBy feature gate; it is on by default from v0.19)"
+            workload_ready(&unchecked, CHECK),
+            Err(NotReady::Waiting(format!("Workload w does not list admission check {CHECK}")))
         );
+    }
+
+    /// Kueue v0.17 and v0.18 without AdmissionGatedBy copy no gate into the Workload
+    /// they make: final, whatever else the Workload lacks, and the refusal names the
+    /// feature gate.
+    #[test]
+    fn a_workload_made_without_the_start_gate_means_kueue_does_not_gate() {
+        let refusal = "Kueue does not gate admission: it made Workload w without the start gate \
+             dispatch.phpboyscout.uk/start in kueue.x-k8s.io/admission-gated-by (Kueue v0.17 and \
+             v0.18 need the AdmissionGatedBy feature gate; it is on by default from v0.19; \
+             docs/compatibility.md)";
+        let checked = json!({"metadata": {"name": "w"},
+                             "status": {"admissionChecks": [{"name": CHECK, "state": "Pending"}]}});
+        let other_gate = json!({"metadata": {"name": "w", "annotations": {keys::KUEUE_ADMISSION_GATED_BY: "example.com/other"}}});
+        for workload in [checked, json!({"metadata": {"name": "w"}}), other_gate] {
+            let err = workload_ready(&workload, CHECK).unwrap_err();
+            assert_eq!(err, NotReady::KueueDoesNotGate(refusal.to_owned()), "{workload}");
+        }
     }
 }

@@ -163,7 +163,7 @@ fn route(state: &State, inc: &Incoming, q: &Query) -> Result<ApiReq, Reply> {
     match request::route(&inc.method, &inc.path, watch, served) {
         Some(Route::Api(r)) => Ok(r),
         Some(Route::Discovery(p)) => Err(found(discovery::document(&p, served))),
-        Some(Route::OpenApi(p)) => Err(found(openapi::document(&p, served))),
+        Some(Route::OpenApi(p)) => Err(found(openapi::document(&p, served, &state.releases))),
         Some(Route::NotFound) => Err(Reply::Text(404, "404 page not found\n".into())),
         None => Err(err(ApiError::method_not_allowed())),
     }

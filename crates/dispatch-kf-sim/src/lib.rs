@@ -91,6 +91,6 @@ pub use faults::{Fault, FaultAction};
 pub use managed::owner_of;
 pub use resources::{RESOURCES, Resource, by_plural};
 pub use selector::Selector;
-pub use sim::{Sim, SimError, SimOptions};
+pub use sim::{Releases, Sim, SimError, SimOptions};
 pub use state::RequestRecord;
 pub use tls::TlsError;

@@ -13,33 +13,38 @@ use serde_json::{Map, Value, json};
 
 use crate::resources::{RESOURCES, Resource};
 use crate::schema::{self, Shape};
+use crate::sim::Releases;
 
 /// The OpenAPI document at `path` (`/openapi/v3...`), or `None` (then 404).
-pub(crate) fn document(path: &str, served: impl Fn(&str) -> bool) -> Option<Value> {
+pub(crate) fn document(
+    path: &str,
+    served: impl Fn(&str) -> bool,
+    releases: &Releases,
+) -> Option<Value> {
     let rest = path.trim_end_matches('/').strip_prefix("/openapi/v3")?;
     if rest.is_empty() {
-        return Some(index(served));
+        return Some(index(served, releases));
     }
     let gv = rest.strip_prefix("/api/").or_else(|| rest.strip_prefix("/apis/"))?;
-    served(gv).then(|| of_group_version(gv)).flatten()
+    served(gv).then(|| of_group_version(gv, releases)).flatten()
 }
 
 /// The document of one group-version, if any resource is of it.
-fn of_group_version(gv: &str) -> Option<Value> {
+fn of_group_version(gv: &str, releases: &Releases) -> Option<Value> {
     let resources: Vec<&Resource> = RESOURCES.iter().filter(|r| r.group_version() == gv).collect();
-    (!resources.is_empty()).then(|| group_version(&resources))
+    (!resources.is_empty()).then(|| group_version(&resources, releases))
 }
 
 /// `/openapi/v3`: each served group-version and where its document is, with a hash
 /// of the document as the apiserver gives one (clients cache by it).
-fn index(served: impl Fn(&str) -> bool) -> Value {
+fn index(served: impl Fn(&str) -> bool, releases: &Releases) -> Value {
     let mut paths = Map::new();
     for r in RESOURCES.iter().filter(|r| served(&r.group_version())) {
         let at = relative(r);
         if paths.contains_key(&at) {
             continue;
         }
-        let doc = of_group_version(&r.group_version()).unwrap_or_default();
+        let doc = of_group_version(&r.group_version(), releases).unwrap_or_default();
         let hash = fnv1a(doc.to_string().as_bytes());
         let url = format!("/openapi/v3/{at}?hash={hash:016X}");
         paths.insert(at, json!({"serverRelativeURL": url}));
@@ -57,12 +62,17 @@ fn relative(r: &Resource) -> String {
 }
 
 /// The document of one group-version's resources.
-fn group_version(resources: &[&Resource]) -> Value {
+fn group_version(resources: &[&Resource], releases: &Releases) -> Value {
     let mut paths = Map::new();
     let mut schemas = Map::new();
     for r in resources {
         let name = schema_name(r);
         let mut kind = to_openapi(&schema::of_kind(r.kind));
+        for (parent, field) in schema::not_in_release(r.kind, releases) {
+            if let Some(p) = kind["properties"][*parent]["properties"].as_object_mut() {
+                p.remove(*field);
+            }
+        }
         kind["description"] =
             json!(format!("{} ({}), as the simulated cluster serves it.", r.kind, r.api_version()));
         kind["x-kubernetes-group-version-kind"] =
@@ -186,9 +196,12 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 mod tests {
     use super::*;
 
+    const NEWEST: Releases =
+        Releases { trainer_runtime_patches: true, kueue_admission_gated_by: true };
+
     #[test]
     fn the_index_names_each_served_group_version_once() {
-        let index = document("/openapi/v3", |gv| gv != "kueue.x-k8s.io/v1beta2").unwrap();
+        let index = document("/openapi/v3", |gv| gv != "kueue.x-k8s.io/v1beta2", &NEWEST).unwrap();
         let paths = index["paths"].as_object().unwrap();
         assert!(paths.contains_key("api/v1"));
         assert!(paths.contains_key("apis/trainer.kubeflow.org/v1alpha1"));
@@ -199,7 +212,8 @@ mod tests {
 
     #[test]
     fn a_document_declares_the_kind_and_the_field_validation_of_its_patch() {
-        let doc = document("/openapi/v3/apis/trainer.kubeflow.org/v1alpha1", |_| true).unwrap();
+        let doc =
+            document("/openapi/v3/apis/trainer.kubeflow.org/v1alpha1", |_| true, &NEWEST).unwrap();
         let train_job = &doc["components"]["schemas"]["org.kubeflow.trainer.v1alpha1.TrainJob"];
         assert_eq!(train_job["x-kubernetes-group-version-kind"][0]["kind"], "TrainJob");
         let spec = &train_job["properties"]["spec"]["properties"];
@@ -211,7 +225,24 @@ mod tests {
         assert!(
             patch["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation")
         );
-        assert!(document("/openapi/v3/apis/nothing.example/v1", |_| true).is_none());
-        assert!(document("/openapi/v3/apis/kueue.x-k8s.io/v1beta2", |_| false).is_none());
+        assert!(document("/openapi/v3/apis/nothing.example/v1", |_| true, &NEWEST).is_none());
+        assert!(document("/openapi/v3/apis/kueue.x-k8s.io/v1beta2", |_| false, &NEWEST).is_none());
+    }
+
+    /// The schema served is the release's: Trainer v2.1's TrainJob spec has no
+    /// runtimePatches, the newer ones' has.
+    #[test]
+    fn a_trainer_v2_1_serves_a_train_job_without_runtime_patches() {
+        let spec = |releases: &Releases| {
+            let path = "/openapi/v3/apis/trainer.kubeflow.org/v1alpha1";
+            let doc = document(path, |_| true, releases).unwrap();
+            doc["components"]["schemas"]["org.kubeflow.trainer.v1alpha1.TrainJob"]["properties"]
+                ["spec"]["properties"]
+                .clone()
+        };
+        let v2_1 = Releases { trainer_runtime_patches: false, ..NEWEST };
+        assert!(spec(&NEWEST).get("runtimePatches").is_some());
+        assert!(spec(&v2_1).get("runtimePatches").is_none());
+        assert!(spec(&v2_1).get("suspend").is_some());
     }
 }

@@ -18,6 +18,8 @@ mod kinds;
 
 use serde_json::Value;
 
+use crate::sim::Releases;
+
 pub(crate) use kinds::of_kind;
 
 /// The shape of one value.
@@ -102,6 +104,33 @@ pub(crate) struct Checked {
     pub(crate) unknown: Vec<String>,
     /// Values of the wrong type: `(path, the type the schema wants, the type sent)`.
     pub(crate) mistyped: Vec<(String, &'static str, &'static str)>,
+}
+
+/// The fields of `kind` that the releases played do not declare, each as its parent
+/// object and its name: Trainer v2.1's TrainJob has no `spec.runtimePatches`.
+pub(crate) fn not_in_release(
+    kind: &str,
+    releases: &Releases,
+) -> &'static [(&'static str, &'static str)] {
+    if kind == "TrainJob" && !releases.trainer_runtime_patches {
+        &[("spec", "runtimePatches")]
+    } else {
+        &[]
+    }
+}
+
+/// Checks an object of `kind` against its schema in the releases played, removing
+/// every undeclared field it finds.
+pub(crate) fn prune_object(kind: &str, releases: &Releases, value: &mut Value) -> Checked {
+    let mut checked = prune(&of_kind(kind), value);
+    for (parent, field) in not_in_release(kind, releases) {
+        let removed =
+            value.get_mut(*parent).and_then(Value::as_object_mut).and_then(|o| o.remove(*field));
+        if removed.is_some() {
+            checked.unknown.push(format!("{parent}.{field}"));
+        }
+    }
+    checked
 }
 
 /// Checks `value` against `shape`, removing every undeclared field it finds.
@@ -220,6 +249,21 @@ mod tests {
                 ("labels.a".to_owned(), "string", "integer"),
             ]
         );
+    }
+
+    /// Trainer v2.1's CRD does not declare `spec.runtimePatches`: a write loses it, as
+    /// an undeclared field; the newer releases keep it.
+    #[test]
+    fn a_trainer_v2_1_prunes_runtime_patches_from_a_train_job() {
+        let job = json!({"spec": {"suspend": true, "runtimePatches": [{"manager": "m"}]}});
+        let v2_1 = Releases { trainer_runtime_patches: false, ..Releases::default() };
+        let mut old = job.clone();
+        let checked = prune_object("TrainJob", &v2_1, &mut old);
+        assert_eq!(checked.unknown, ["spec.runtimePatches"]);
+        assert_eq!(old, json!({"spec": {"suspend": true}}));
+        let mut new = job.clone();
+        assert!(prune_object("TrainJob", &Releases::default(), &mut new).unknown.is_empty());
+        assert_eq!(new, job);
     }
 
     #[test]

@@ -62,6 +62,29 @@ pub struct SimOptions {
     /// Serve HTTPS with a CA made at start, which the kubeconfigs carry (the default);
     /// `false` serves plain HTTP, for a test that reads the bytes on the wire.
     pub tls: bool,
+    /// What the controllers' releases can do, where the releases users run differ.
+    pub releases: Releases,
+}
+
+/// The differences between upstream releases the simulated cluster plays; the
+/// default is the newest releases' behaviour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Releases {
+    /// Whether the TrainJob has `spec.runtimePatches` (Trainer v2.2 and newer). Without
+    /// it (Trainer v2.1), the served schema has no such field and writes drop it, as
+    /// the apiserver prunes a field its CRD does not declare.
+    pub trainer_runtime_patches: bool,
+    /// Kueue's `AdmissionGatedBy` feature gate: on by default from Kueue v0.19. Off (as
+    /// v0.17 and v0.18 are released), Kueue makes Workloads without the
+    /// `kueue.x-k8s.io/admission-gated-by` annotation of their job, so nothing holds
+    /// their admission back.
+    pub kueue_admission_gated_by: bool,
+}
+
+impl Default for Releases {
+    fn default() -> Self {
+        Releases { trainer_runtime_patches: true, kueue_admission_gated_by: true }
+    }
 }
 
 impl Default for SimOptions {
@@ -76,6 +99,7 @@ impl Default for SimOptions {
             identities: Vec::new(),
             anonymous: None,
             tls: true,
+            releases: Releases::default(),
         }
     }
 }
@@ -115,6 +139,7 @@ impl Sim {
         state.gc_lag = opts.gc_lag;
         state.auto_settle = opts.auto_settle;
         state.anonymous = opts.anonymous;
+        state.releases = opts.releases;
         state.store.set_window(opts.event_window);
         state.identities.push(Identity::admin("admin"));
         state.identities.extend(opts.identities);

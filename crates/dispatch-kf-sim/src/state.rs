@@ -64,6 +64,7 @@ pub(crate) struct State {
     pub(crate) anonymous: Option<String>,
     pub(crate) slow_termination: bool,
     pub(crate) manage_jobs_without_queue_name: bool,
+    pub(crate) releases: crate::sim::Releases,
     pub(crate) log_tx: tokio::sync::broadcast::Sender<crate::logs::Chunk>,
     /// The objects each controller must look at again.
     pub(crate) wakes: crate::controllers::wake::Wakes,
@@ -89,6 +90,7 @@ impl State {
             anonymous: None,
             slow_termination: false,
             manage_jobs_without_queue_name: false,
+            releases: Default::default(),
             log_tx: tokio::sync::broadcast::channel(1024).0,
             wakes: Default::default(),
         }

@@ -60,7 +60,7 @@ fn check_fields(
     obj: &mut Value,
     validation: Validation,
 ) -> Result<(), ApiError> {
-    let checked = schema::prune(&schema::of_kind(res.kind), obj);
+    let checked = schema::prune_object(res.kind, &state.releases, obj);
     let unknown = checked.unknown.iter().map(|path| format!("unknown field \"{path}\""));
     match validation {
         Validation::Strict if !checked.unknown.is_empty() => {

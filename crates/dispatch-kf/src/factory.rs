@@ -21,6 +21,7 @@ use jiff::SignedDuration;
 use serde_json::Value;
 
 use crate::hub::Hub;
+use crate::start::KueueDoesNotGate;
 use crate::{Inner, KubeflowBackend, edge};
 
 /// What Factory learned.
@@ -133,6 +134,11 @@ impl KubeflowBackend {
     ) -> Result<KubeflowBackend> {
         require_served_apis(&cluster, cx, settings.mode).await?;
         require_read_permissions(&cluster, cx, &settings).await?;
+        // A Backend meant to write is refused on a Trainer it could never gate, before
+        // anything that would only make it observe-only.
+        if !settings.read_only {
+            require_gatable_trainer(&cluster, cx).await?;
+        }
         let learned = Learned::gather(&cluster, cx, &settings).await?;
         let mut facts = learned.facts.clone();
         // Read-only, or observe-only whatever the probe finds: nothing to probe.
@@ -140,7 +146,6 @@ impl KubeflowBackend {
             facts.hold_round_trip = Err("not run, because the backend does not write".to_owned());
             return Ok(learned.backend(facts, settings, cluster));
         }
-        require_gatable_trainer(&cluster, cx).await?;
         // The probe runs as a writable Backend; what it finds decides the real one.
         let probing = learned.backend(facts.clone(), settings.clone(), cluster.clone());
         let (started, round_trip) = probing.inner.probe(cx).await?;
@@ -169,10 +174,10 @@ async fn require_served_apis(cluster: &Cluster, cx: &CallContext, mode: Mode) ->
     Ok(())
 }
 
-/// A Backend that would write: its Trainer's TrainJob has the field the adapter writes
-/// its gates into (`served.rs`), read from the schema the apiserver serves. Only then,
-/// because the document is large (about 1 MB for the Trainer's kinds) and observing
-/// needs no field of a particular Trainer version.
+/// A Backend meant to write (settings not read-only): its Trainer's TrainJob has the
+/// field the adapter writes its gates into (`served.rs`), read from the schema the
+/// apiserver serves. Only then, because the document is large (about 1 MB for the
+/// Trainer's kinds) and observing needs no field of a particular Trainer version.
 async fn require_gatable_trainer(cluster: &Cluster, cx: &CallContext) -> Result<()> {
     match cluster.openapi(cx, keys::TRAINER_API_VERSION).await? {
         Some(schema) => {
@@ -324,8 +329,8 @@ impl Inner {
     /// The preflight probe: a Start of the probe's own request, a Hold/Release round
     /// trip, then the removal of every object of the probe's job, however the probe
     /// ended. Returns whether it started and whether the round trip worked; `Err` only
-    /// for what makes the Backend unusable (Kueue managing plain-mode jobs) or a call
-    /// that ended meanwhile.
+    /// for what makes the Backend unusable (Kueue managing plain-mode jobs, a Kueue that
+    /// does not gate admission in Kueue mode) or a call that ended meanwhile.
     async fn probe(&self, cx: &CallContext) -> Result<(Result<(), String>, Result<(), String>)> {
         let request = probe_request(&self.settings, edge::fresh_job_id()?);
         let outcome = self.probe_steps(cx, &request).await;
@@ -340,6 +345,7 @@ impl Inner {
     ) -> Result<(Result<(), String>, Result<(), String>)> {
         let object = match self.start_as(cx, request, Purpose::Probe).await {
             Ok(object) => object,
+            Err(e) if KueueDoesNotGate::refused(&e) => return Err(e),
             Err(e) => {
                 let why =
                     format!("the preflight probe could not start ({}): {}", e.kind(), e.message());

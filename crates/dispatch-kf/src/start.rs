@@ -14,9 +14,10 @@ use dispatch_kf_client::resources::{
 };
 use dispatch_kf_client::{Created, Deleted, RequestClass};
 use dispatch_kf_model::capabilities::Writability;
+use dispatch_kf_model::kueue::{self, NotReady};
 use dispatch_kf_model::render::extensions;
 use dispatch_kf_model::runtime::{RuntimeKind, RuntimeRef, SourceRuntime};
-use dispatch_kf_model::{Mode, Purpose, Rendered, json, keys, kueue, readback, render};
+use dispatch_kf_model::{Mode, Purpose, Rendered, json, keys, readback, render};
 use serde_json::{Value, json};
 
 use crate::{Inner, edge};
@@ -27,6 +28,27 @@ const WEBHOOK_TRIES: usize = 6;
 
 /// How often Start looks for the TrainJob's Workload in Kueue mode.
 const WORKLOAD_POLL: Duration = Duration::from_secs(1);
+
+/// The source of Start's refusal when Kueue made the TrainJob's Workload without the
+/// start gate: Factory's probe refuses the cluster on it, where any other failure of
+/// the probe leaves the Backend observe-only.
+#[derive(Debug)]
+pub(crate) struct KueueDoesNotGate;
+
+impl std::fmt::Display for KueueDoesNotGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Kueue does not honour kueue.x-k8s.io/admission-gated-by")
+    }
+}
+
+impl std::error::Error for KueueDoesNotGate {}
+
+impl KueueDoesNotGate {
+    /// Whether `error` is Start's refusal for it.
+    pub(crate) fn refused(error: &Error) -> bool {
+        std::error::Error::source(error).is_some_and(|s| s.is::<KueueDoesNotGate>())
+    }
+}
 
 /// The runtime copy a Start runs on.
 struct RuntimeCopy {
@@ -310,7 +332,9 @@ impl Inner {
     }
 
     /// Waits up to `timeouts.workload`, looking every second, for the TrainJob's
-    /// Workload to carry dispatch's gate and list the admission check; returns it.
+    /// Workload to carry dispatch's gate and list the admission check; returns it. A
+    /// Workload made without the gate ends the wait at once: this Kueue does not gate
+    /// admission, and the refusal is *unsupported*, its source [`KueueDoesNotGate`].
     async fn await_workload(&self, cx: &CallContext, uid: &str) -> Result<Value> {
         let check =
             self.settings.kueue.as_ref().map(|k| k.admission_check.as_str()).unwrap_or_default();
@@ -323,7 +347,10 @@ impl Inner {
             for workload in workloads.list_whole(cx, &selector).await? {
                 match kueue::workload_ready(&workload, check) {
                     Ok(()) => return Ok(workload),
-                    Err(why) => last = why,
+                    Err(NotReady::KueueDoesNotGate(why)) => {
+                        return Err(Error::unsupported(why).with_source(KueueDoesNotGate));
+                    }
+                    Err(NotReady::Waiting(why)) => last = why,
                 }
             }
             if started.elapsed() >= limit {
@@ -348,7 +375,9 @@ impl Inner {
         }
         match self.delete_object(cx, &object).await {
             // Stopped: nothing is left running, so whatever failed is a refusal.
-            Ok(()) if cause.is(Kind::Rejected) => cause.with_object(object),
+            Ok(()) if cause.is(Kind::Rejected) || cause.is(Kind::Unsupported) => {
+                cause.with_object(object)
+            }
             Ok(()) => Error::rejected(format!("{}; the TrainJob was stopped", cause.message()))
                 .with_source(cause)
                 .with_object(object),

@@ -6,7 +6,7 @@ use dispatch_core::{Backend, Capability, Kind, ObjectState};
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::keys;
-use dispatch_kf_sim::{Identity, Rule, Sim};
+use dispatch_kf_sim::{Identity, Releases, Rule, Sim, SimOptions};
 use dispatch_kf_testkit::*;
 use serde_json::json;
 
@@ -224,6 +224,26 @@ async fn plain_mode_where_kueue_manages_queue_less_jobs_is_unsupported() {
             .expect("plain mode would fight Kueue over spec.suspend");
     assert_eq!(err.kind(), Kind::Unsupported);
     assert!(err.message().contains("set mode to kueue"), "{}", err.message());
+    assert!(names(&sim, "trainjobs").is_empty(), "the probe's TrainJob is stopped");
+}
+
+/// Kueue v0.17 and v0.18 without the AdmissionGatedBy feature gate make Workloads
+/// without dispatch's start gate: Factory refuses the cluster at the probe, naming the
+/// feature gate, in one line, and nothing of the probe is left.
+#[tokio::test]
+async fn kueue_without_admission_gated_by_is_refused_at_factory_naming_the_feature_gate() {
+    let releases = Releases { kueue_admission_gated_by: false, ..Releases::default() };
+    let sim = cluster_with(SimOptions { releases, ..SimOptions::default() }).await;
+    install_gate(&sim, true);
+    let err = KubeflowBackend::with_cluster(kueue_settings(), connect(&sim, "admin").await, &cx())
+        .await
+        .err()
+        .expect("a Kueue that does not gate admission is refused");
+    assert_eq!(err.kind(), Kind::Unsupported, "{err:?}");
+    let message = err.message();
+    assert!(message.starts_with("Kueue does not gate admission: it made Workload "), "{message}");
+    assert!(message.contains("need the AdmissionGatedBy feature gate"), "{message}");
+    assert!(!message.contains('\n') && !message.contains('{'), "one line, no JSON: {message}");
     assert!(names(&sim, "trainjobs").is_empty(), "the probe's TrainJob is stopped");
 }
 

@@ -7,7 +7,7 @@ use dispatch_core::{Backend, CallContext, Capability, Error, Kind, ObjectState};
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::{keys, names};
-use dispatch_kf_sim::{Fault, FaultAction};
+use dispatch_kf_sim::{Fault, FaultAction, Releases, SimOptions};
 use dispatch_kf_testkit::*;
 use serde_json::json;
 
@@ -21,6 +21,25 @@ async fn start_refused(sim: &dispatch_kf_sim::Sim, b: &KubeflowBackend, fault: F
 fn assert_nothing_left(sim: &dispatch_kf_sim::Sim) {
     assert!(names(sim, "trainjobs").is_empty(), "{:?}", names(sim, "trainjobs"));
     assert!(names(sim, "trainingruntimes").is_empty(), "{:?}", names(sim, "trainingruntimes"));
+}
+
+/// Trainer v2.1 serves a TrainJob without `spec.runtimePatches`: a writing Factory
+/// refuses it from the served schema in one line naming the Trainer to install,
+/// before the probe writes anything; a read-only one observes it.
+#[tokio::test]
+async fn a_trainer_without_runtime_patches_is_refused_at_factory_naming_the_version_needed() {
+    let releases = Releases { trainer_runtime_patches: false, ..Releases::default() };
+    let sim = cluster_with(SimOptions { releases, ..SimOptions::default() }).await;
+    let err =
+        KubeflowBackend::with_cluster(settings(json!({})), connect(&sim, "admin").await, &cx())
+            .await
+            .err()
+            .expect("Trainer v2.1 is refused");
+    assert_eq!(err.kind(), Kind::Unsupported, "{err:?}");
+    assert_eq!(err.message(), dispatch_kf_model::served::TRAINER_WITHOUT_RUNTIME_PATCHES);
+    assert_nothing_left(&sim);
+    let observer = backend(&sim, settings(json!({"readOnly": true}))).await;
+    assert_eq!(observer.preflight().access, Writability::ReadOnly);
 }
 
 #[tokio::test]

@@ -98,11 +98,23 @@ pub(crate) struct Component {
 /// Whether the adapter supports a stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Support {
-    /// Supported: `cargo xtask matrix` runs it unless told which stacks to run.
+    /// Supported: `cargo xtask matrix` runs it unless told which stacks to run, and the
+    /// e2e suite must pass on it.
     Supported,
-    /// Kept to see the adapter refuse it, for the reason given; the matrix runs it only
-    /// when named.
-    Refused(&'static str),
+    /// Kept to see the adapter refuse it: the matrix runs it only when named, and there
+    /// checks that `preflight` and `start` refuse it in one line.
+    Refused(Refusal),
+}
+
+/// How the adapter refuses a stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    /// Why, in a few words.
+    pub(crate) why: &'static str,
+    /// Whether only Kueue mode is refused; plain mode is then a stack of the table.
+    pub(crate) kueue_only: bool,
+    /// How the refusal's message begins, after `dispatch-kf: unsupported: `.
+    pub(crate) words: &'static str,
 }
 
 /// A named set of versions, with what it needs beyond the flags every stack gets.
@@ -137,7 +149,7 @@ const ETCD: &str = "v3.6.16";
 const KWOK: &str = "v0.8.0";
 
 /// Every stack, the default first.
-pub(crate) const STACKS: [Stack; 4] = [
+pub(crate) const STACKS: [Stack; 5] = [
     Stack {
         name: "current",
         about: "the newest Trainer, JobSet and Kueue, on the Kubernetes they are built against",
@@ -183,9 +195,11 @@ pub(crate) const STACKS: [Stack; 4] = [
     Stack {
         name: "trainer-v2.1",
         about: "Trainer v2.1.0 with the JobSet and Kubernetes it is built against",
-        support: Support::Refused(
-            "Trainer v2.1's TrainJob has no spec.runtimePatches, which the adapter writes its gate and holds into",
-        ),
+        support: Support::Refused(Refusal {
+            why: "Trainer v2.1's TrainJob has no spec.runtimePatches, which the adapter writes its gate and holds into",
+            kueue_only: false,
+            words: "the cluster's Trainer has no TrainJob spec.runtimePatches (Trainer v2.1 or older)",
+        }),
         kubernetes: "v1.34.4",
         etcd: ETCD,
         kwok: KWOK,
@@ -196,6 +210,23 @@ pub(crate) const STACKS: [Stack; 4] = [
         kueue: "v0.17.0",
         apiserver_flags: &[],
         kueue_feature_gates: &["AdmissionGatedBy=true"],
+    },
+    Stack {
+        name: "oldest-ungated",
+        about: "the oldest stack with Kueue's AdmissionGatedBy feature gate off, as Kueue v0.17 is released",
+        support: Support::Refused(Refusal {
+            why: "Kueue v0.17 and v0.18 honour kueue.x-k8s.io/admission-gated-by only with the AdmissionGatedBy feature gate",
+            kueue_only: true,
+            words: "Kueue does not gate admission",
+        }),
+        kubernetes: "v1.34.4",
+        etcd: ETCD,
+        kwok: KWOK,
+        jobset: "v0.11.1",
+        trainer: "v2.2.1",
+        kueue: "v0.17.0",
+        apiserver_flags: &[],
+        kueue_feature_gates: &[],
     },
 ];
 

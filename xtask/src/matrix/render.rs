@@ -128,7 +128,7 @@ fn versions_table(stacks: &[Stack]) -> String {
     for s in stacks {
         let support = match s.support {
             Support::Supported => "yes".to_owned(),
-            Support::Refused(why) => format!("no: {why}"),
+            Support::Refused(refusal) => format!("no: {}", refusal.why),
         };
         let name = format!("`{}`: {}", s.name, s.about);
         let versions = [s.kubernetes, s.etcd, s.kwok, s.jobset, s.trainer, s.kueue];

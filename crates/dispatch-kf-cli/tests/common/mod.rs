@@ -21,13 +21,21 @@ pub(crate) struct Served {
 
 impl Served {
     /// Serves a cluster and returns once it answers (its "serving" line is written).
+    #[allow(dead_code, reason = "each test binary includes this module; not all use this")]
     pub(crate) fn start(name: &str) -> Served {
+        Served::start_with(name, &[], serde_json::json!({}))
+    }
+
+    /// [`Served::start`] with `sim serve` given `flags` too, and the settings file given
+    /// the fields of `settings` over its own.
+    pub(crate) fn start_with(name: &str, flags: &[&str], settings: serde_json::Value) -> Served {
         let dir = std::env::temp_dir().join(format!("dispatch-kf-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let kubeconfig = dir.join("kubeconfig");
         let mut child = bin()
             .args(["sim", "serve", "--kubeconfig-out"])
             .arg(&kubeconfig)
+            .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -38,13 +46,16 @@ impl Served {
                 break;
             }
         }
-        let settings = serde_json::json!({
+        let mut written = serde_json::json!({
             "name": "kf-sim", "namespace": "default",
             "kubeconfig": {"path": kubeconfig},
             "runtimes": [{"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}],
             "timeouts": {"workload": "2s"}
         });
-        std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+        for (key, value) in settings.as_object().into_iter().flatten() {
+            written[key] = value.clone();
+        }
+        std::fs::write(dir.join("settings.json"), written.to_string()).unwrap();
         Served { child, dir }
     }
 
@@ -94,15 +105,7 @@ impl Served {
     /// stock runtime), in a file of this cluster's folder; its path.
     #[allow(dead_code, reason = "each test binary includes this module; not all use this")]
     pub(crate) fn request(&self, job: &str, submission: u32) -> String {
-        let request = serde_json::json!({
-            "job": job, "generation": 0, "submission": submission, "attempt": 1,
-            "spec": {"command": ["python", "train.py"], "nodes": 1, "gpusPerNode": 8,
-              "extensions": {"dispatch/Image": {"ref": "ghcr.io/acme/train:1.4"},
-                "kubeflow/RuntimeRef": {"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}}}
-        });
-        let path = self.dir.join(format!("request-{job}-{submission}.json"));
-        std::fs::write(&path, request.to_string()).unwrap();
-        path.to_str().unwrap().to_owned()
+        write_request(&self.dir, job, submission)
     }
 
     /// The command with `SUBCOMMAND --settings <this cluster's settings>`, its
@@ -114,6 +117,21 @@ impl Served {
         cmd.arg(subcommand).arg("--settings").arg(self.dir.join("settings.json"));
         cmd
     }
+}
+
+/// A start request of submission `submission` of `job` (one 8-GPU node, on the stock
+/// runtime), in a file of `dir`; its path.
+#[allow(dead_code, reason = "each test binary includes this module; not all use this")]
+pub(crate) fn write_request(dir: &std::path::Path, job: &str, submission: u32) -> String {
+    let request = serde_json::json!({
+        "job": job, "generation": 0, "submission": submission, "attempt": 1,
+        "spec": {"command": ["python", "train.py"], "nodes": 1, "gpusPerNode": 8,
+          "extensions": {"dispatch/Image": {"ref": "ghcr.io/acme/train:1.4"},
+            "kubeflow/RuntimeRef": {"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}}}
+    });
+    let path = dir.join(format!("request-{job}-{submission}.json"));
+    std::fs::write(&path, request.to_string()).unwrap();
+    path.to_str().unwrap().to_owned()
 }
 
 impl Drop for Served {

@@ -2,7 +2,8 @@
 //! writes: a Workload per TrainJob labelled `kueue.x-k8s.io/queue-name` (named
 //! `trainjob-<name>-<5 hex>`, labelled with the job's UID, owned by it), the
 //! `admission-gated-by` annotation copied from the TrainJob while the Workload is active
-//! (`QuotaReserved=False`, `AdmissionGated`), flavors assigned and admission checks run
+//! (`QuotaReserved=False`, `AdmissionGated`; neither without the `AdmissionGatedBy`
+//! feature gate, [`crate::Releases`]), flavors assigned and admission checks run
 //! per flavor as Kueue does (`kueue_flavors`), `nvidia.com/gpu` quota in the ClusterQueue
 //! of the LocalQueue, admission checks (Admitted once all are Ready; their podSetUpdates
 //! applied through the `kueue.x-k8s.io/manager` runtime patch), eviction when
@@ -77,7 +78,9 @@ fn ensure_workload(state: &mut State, tj: &Value) {
     let uid = str_at(tj, "/metadata/uid");
     let ns = str_at(tj, "/metadata/namespace");
     let existing = owned(state, "workloads", ns, uid).into_iter().next();
-    let gate = annotation(tj, GATED_BY).map(str::to_string);
+    let gate = annotation(tj, GATED_BY)
+        .filter(|_| state.releases.kueue_admission_gated_by)
+        .map(str::to_string);
     match existing {
         None => {
             let name = format!("trainjob-{}-{}", str_at(tj, "/metadata/name"), short_hash(uid));
@@ -293,9 +296,11 @@ fn reconcile(state: &mut State, key: &Key, mut wl: Value) {
 }
 
 /// Reserves quota for the Workload when its admission is not gated and its
-/// ClusterQueue has room; otherwise says why in `QuotaReserved=False`.
+/// ClusterQueue has room; otherwise says why in `QuotaReserved=False`. Without the
+/// `AdmissionGatedBy` feature gate the annotation means nothing.
 fn reserve(state: &State, wl: &mut Value, now: &str) {
-    if let Some(g) = annotation(wl, GATED_BY).filter(|g| !g.is_empty()) {
+    let gated = state.releases.kueue_admission_gated_by;
+    if let Some(g) = annotation(wl, GATED_BY).filter(|g| gated && !g.is_empty()) {
         let msg = format!("Admission is gated by: {g}");
         set_condition(wl, "QuotaReserved", "False", "AdmissionGated", &msg, now);
         return;
