@@ -74,7 +74,10 @@ fn a_real_cluster_kept_to_be_refused_is_refused_by_preflight_and_start_in_one_li
     let (mode, words) = (var("DISPATCH_KF_REFUSAL_MODE"), var("DISPATCH_KF_REFUSAL_WORDS"));
     let dir = std::env::temp_dir().join(format!("dispatch-kf-refusal-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut settings = json!({"namespace": "default", "kubeconfig": {"path": kubeconfig}});
+    let mut settings = json!({
+        "name": "kf-refused", "namespace": "default", "kubeconfig": {"path": kubeconfig},
+        "runtimes": [{"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}]
+    });
     if mode == "kueue" {
         settings.as_object_mut().unwrap().extend(kueue_mode().as_object().unwrap().clone());
     }
