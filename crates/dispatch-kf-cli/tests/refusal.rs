@@ -64,7 +64,7 @@ fn kueue_without_admission_gated_by_is_refused_by_preflight_and_start_in_one_lin
 /// simulated cluster).
 #[test]
 fn a_real_cluster_kept_to_be_refused_is_refused_by_preflight_and_start_in_one_line() {
-    let Some(kubeconfig) = std::env::var_os("DISPATCH_KF_REFUSAL_KUBECONFIG") else {
+    let Ok(kubeconfig) = std::env::var("DISPATCH_KF_REFUSAL_KUBECONFIG") else {
         println!(
             "skipped: no real cluster to be refused (DISPATCH_KF_REFUSAL_KUBECONFIG is unset)"
         );
