@@ -58,15 +58,20 @@ pub(crate) fn record_real(stack: &'static cluster::Stack) -> run::Result {
     result.and(stopped)
 }
 
-/// `cargo xtask fixtures cluster [--from-records]`: the dump each scenario of the suite
-/// ended with on the real control plane, kept as `fixtures/dumps/cluster-<scenario>.json`
-/// (their snapshots are then reviewed like any other); with `--from-records`, from the
-/// last records instead of a new run.
+/// `cargo xtask fixtures cluster [--stack NAME] [--from-records]`: the dump each scenario
+/// of the suite ended with on the real control plane at a stack's versions (`current`
+/// by default), kept as `fixtures/dumps/cluster-<stack>-<scenario>.json` (their
+/// snapshots are then reviewed like any other, and `cluster_dumps` checks that each
+/// scenario classifies alike on every stack); with `--from-records`, from the last
+/// records instead of a new run (the caller vouches they are that stack's).
 pub(crate) fn fixtures(args: &[String]) -> run::Result {
-    match args {
-        [what] if what == "cluster" => record_real(cluster::default_stack())?,
-        [what, flag] if what == "cluster" && flag == "--from-records" => {}
-        _ => return Err("usage: cargo xtask fixtures cluster [--from-records]".into()),
+    const USAGE: &str = "usage: cargo xtask fixtures cluster [--stack NAME] [--from-records]";
+    let (stack, rest) = cluster::take_stack(args)?;
+    let stack = stack.unwrap_or_else(cluster::default_stack);
+    match rest.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["cluster"] => record_real(stack)?,
+        ["cluster", "--from-records"] => {}
+        _ => return Err(format!("{USAGE} (got {args:?})")),
     }
     let dumps = crate::run::project_root().join("fixtures").join("dumps");
     let found = scenarios(&records("real"));
@@ -75,7 +80,7 @@ pub(crate) fn fixtures(args: &[String]) -> run::Result {
     }
     for scenario in found {
         let from = records("real").join(format!("{scenario}.dump.json"));
-        let to = dumps.join(format!("cluster-{scenario}.json"));
+        let to = dumps.join(format!("cluster-{}-{scenario}.json", stack.name));
         std::fs::copy(&from, &to)
             .map_err(|e| format!("{} -> {}: {e}", from.display(), to.display()))?;
         eprintln!("xtask: wrote {}", to.display());

@@ -14,7 +14,8 @@
 //! - `cargo xtask matrix [--stack A,B]`: the suite on every stack in both modes, written
 //!   into docs/compatibility.md.
 //! - `cargo xtask fidelity`: the suite on the sim and on the real control plane, side by side.
-//! - `cargo xtask fixtures cluster`: keeps those real dumps as `fixtures/dumps/cluster-*.json`.
+//! - `cargo xtask fixtures cluster [--stack NAME]`: keeps those real dumps as
+//!   `fixtures/dumps/cluster-<stack>-<scenario>.json`.
 //! - `cargo xtask soak [JOBS] [SEED]`: one Backend through 200 jobs under random faults
 //!   on the sim, its invariants checked after every step (docs/benchmarks.md).
 //! - `cargo xtask install`: installs `dispatch-kf` and the kubectl plugin `kubectl-dispatch`.
@@ -63,7 +64,7 @@ const USAGE: &str =
                    recorded in docs/compatibility.json and written to docs/compatibility.md
   fidelity [--stack NAME] | --compare
                    the e2e suite on the sim and the real control plane, side by side
-  fixtures cluster [--from-records]
+  fixtures cluster [--stack NAME] [--from-records]
                    keep the dumps the suite ended with on the real control plane
   soak [JOBS] [SEED]
                    one Backend through JOBS jobs (200) under random faults on the sim,

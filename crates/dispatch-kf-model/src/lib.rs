@@ -17,8 +17,8 @@
 //! use dispatch_kf_model::{ClassifyOptions, Mode, classify, dump};
 //!
 //! let now = "2026-12-01T16:00:00Z".parse().unwrap();
-//! let bytes = include_bytes!("../../../fixtures/dumps/cluster-oom.json");
-//! let snapshot = dump::read("cluster-oom.json", bytes)?;
+//! let bytes = include_bytes!("../../../fixtures/dumps/cluster-current-oom.json");
+//! let snapshot = dump::read("cluster-current-oom.json", bytes)?;
 //! let options = ClassifyOptions {
 //!     mode: Mode::Plain,
 //!     // The dump holds no Node: read it as without permission to read Nodes.
@@ -34,8 +34,8 @@
 //! // The same inputs give the same observations, to the byte.
 //! assert_eq!(classify(&snapshot, &options, now), observations);
 //!
-//! let bytes = include_bytes!("../../../fixtures/dumps/cluster-kueue-preempted.json");
-//! let snapshot = dump::read("cluster-kueue-preempted.json", bytes)?;
+//! let bytes = include_bytes!("../../../fixtures/dumps/cluster-current-kueue-preempted.json");
+//! let snapshot = dump::read("cluster-current-kueue-preempted.json", bytes)?;
 //! let kueue = ClassifyOptions { mode: Mode::Kueue, ..options };
 //! let preempted = &classify(&snapshot, &kueue, now)[0];
 //! assert_eq!(preempted.cause.kind, CauseKind::Preempted);
@@ -54,9 +54,9 @@
 //! use std::io::Read;
 //! use dispatch_kf_model::dump;
 //!
-//! let bytes = include_bytes!("../../../fixtures/dumps/cluster-oom.json");
+//! let bytes = include_bytes!("../../../fixtures/dumps/cluster-current-oom.json");
 //! let mut file: &[u8] = bytes; // or an open file, as dispatch-kf classify reads it
-//! let mut reader: dump::Reader = dump::Reader::new("cluster-oom.json");
+//! let mut reader: dump::Reader = dump::Reader::new("cluster-current-oom.json");
 //! loop {
 //!     let room = reader.buffer();
 //!     let piece = room.len().min(4096);
@@ -67,7 +67,7 @@
 //!     reader.filled(n)?;
 //! }
 //! let snapshot = reader.finish()?;
-//! assert_eq!(snapshot.pods.len(), dump::read("cluster-oom.json", bytes)?.pods.len());
+//! assert_eq!(snapshot.pods.len(), dump::read("cluster-current-oom.json", bytes)?.pods.len());
 //! # Ok::<(), dispatch_core::Error>(())
 //! ```
 

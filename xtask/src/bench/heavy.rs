@@ -1,7 +1,7 @@
 //! The heavy dump: objects as `kubectl get -o json --show-managed-fields` prints them
 //! from a real cluster, so most of every object is what classification skips. The
 //! shapes are those of the TrainJob, JobSet, pods and Node of the cluster dumps under
-//! `fixtures/dumps/` (`cluster-oom.json`, `cluster-exit-0.json`, `cluster-exit-1.json`,
+//! `fixtures/dumps/` (`cluster-current-oom.json`, `cluster-current-exit-0.json`, `cluster-current-exit-1.json`,
 //! taken from a live control plane), with the managedFields a server keeps for them put
 //! back (kubectl hides them unless asked): one entry for the writer of metadata and
 //! spec, one for the writer of status, each listing the fields it owns.
@@ -20,7 +20,8 @@ use super::{BASE_JOBS, BASE_NODES, PODS_PER_JOB};
 use crate::run::project_root;
 
 /// The cluster dumps the shapes come from, taken in turn by successive jobs.
-const SOURCES: [&str; 3] = ["cluster-oom.json", "cluster-exit-0.json", "cluster-exit-1.json"];
+const SOURCES: [&str; 3] =
+    ["cluster-current-oom.json", "cluster-current-exit-0.json", "cluster-current-exit-1.json"];
 
 /// Writes the heavy dump of `scale` times the base size; returns its size in bytes.
 pub(crate) fn generate(path: &Path, scale: usize) -> std::io::Result<u64> {
