@@ -116,7 +116,7 @@ impl Cluster {
         Ok(Cluster {
             unary: build(unary)?,
             streaming: build(streaming)?,
-            watching: build(watching(&config, watch_timeout + request_timeout))?,
+            watching: build(watching(&config, silence_allowed(watch_timeout, request_timeout)))?,
             config,
             hold_family: false,
             request_timeout,
@@ -141,16 +141,24 @@ impl Cluster {
     }
 
     /// How long one watch connection is asked to stay open (`timeoutSeconds`, at most
-    /// 290 s); it is given up when silent past this and the request timeout.
+    /// [`crate::WATCH_TIMEOUT`]); it is given up when silent past this and
+    /// [`crate::watch::SILENCE_MARGIN`] (or the request timeout, when shorter).
     pub fn watch_timeout(&self) -> Duration {
         self.watch_timeout
     }
 
+    /// How long a watch connection may go without a byte before it is given up and
+    /// the watch resumes on a new one: [`Cluster::watch_timeout`] and a margin.
+    pub fn watch_silence(&self) -> Duration {
+        silence_allowed(self.watch_timeout, self.request_timeout)
+    }
+
     /// The same apiserver, asking watch connections to stay open `timeout` (whole
-    /// seconds, 1 to 290): tests use a short one.
+    /// seconds, 1 to [`crate::WATCH_TIMEOUT`]): tests use a short one.
     pub fn with_watch_timeout(&self, timeout: Duration) -> Result<Cluster> {
         let timeout = timeout.clamp(Duration::from_secs(1), crate::watch::WATCH_TIMEOUT);
-        let watching = build(watching(&self.config, timeout + self.request_timeout))?;
+        let silence = silence_allowed(timeout, self.request_timeout);
+        let watching = build(watching(&self.config, silence))?;
         Ok(Cluster { watch_timeout: timeout, watching, ..self.clone() })
     }
 
@@ -231,6 +239,13 @@ fn build(config: kube::Config) -> Result<kube::Client> {
         _ => Error::invalid(format!("cannot build a client from the configuration: {e}"))
             .with_source(e),
     })
+}
+
+/// How long a watch connection asked to stay open `watch_timeout` may go without a
+/// byte: the apiserver ends it at that timeout, so silence past it and a margin means
+/// the path is gone.
+fn silence_allowed(watch_timeout: Duration, request_timeout: Duration) -> Duration {
+    watch_timeout + request_timeout.min(crate::watch::SILENCE_MARGIN)
 }
 
 /// The watching client's configuration: reads time out after `read_timeout`.

@@ -1,0 +1,158 @@
+//! A watch whose connection goes silent, as one a proxy or load balancer keeps open and
+//! passes nothing on, is given up past its timeout and resumed from the last resource
+//! version it saw: the change made meanwhile arrives, and the watch goes on. Nothing
+//! here is timed; `NO_HANG` only turns a hang into a failure. How soon, with the
+//! defaults, is the constants' test below and the figures in docs/errors.md.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use dispatch_core::CallContext;
+use dispatch_kf_client::resources::Resource;
+use dispatch_kf_client::{Change, Cluster, ClusterConfig, WATCH_TIMEOUT};
+use dispatch_kf_sim::{Sim, SimOptions};
+use futures::StreamExt;
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const NS: &str = "default";
+
+const CONFIG_MAP: Resource = Resource {
+    kind: "ConfigMap",
+    group: "",
+    version: "v1",
+    plural: "configmaps",
+    namespaced: true,
+};
+
+/// A guard, not a measure: a watch that would hang fails instead.
+const NO_HANG: Duration = Duration::from_secs(60);
+
+/// A TCP proxy to the sim. [`Proxy::freeze`] makes every connection open until then
+/// pass nothing more either way while it stays open; connections made later are
+/// passed on as before.
+struct Proxy {
+    port: u16,
+    generation: Arc<AtomicU64>,
+}
+
+impl Proxy {
+    async fn to(upstream: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let generation = Arc::new(AtomicU64::new(0));
+        let current = generation.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)).await else { return };
+                let born = current.load(Ordering::SeqCst);
+                let (client_read, client_write) = client.into_split();
+                let (server_read, server_write) = server.into_split();
+                tokio::spawn(pipe(client_read, server_write, born, current.clone()));
+                tokio::spawn(pipe(server_read, client_write, born, current.clone()));
+            }
+        });
+        Proxy { port, generation }
+    }
+
+    fn freeze(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Copies `from` to `to` until either ends, or forever nothing once the proxy froze
+/// the connections of generation `born`.
+async fn pipe(
+    mut from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    born: u64,
+    generation: Arc<AtomicU64>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if generation.load(Ordering::SeqCst) != born {
+            // Keeps both sockets open and passes nothing: a silent path.
+            std::future::pending::<()>().await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The sim's admin, through `proxy`, asking watches to stay open `watch_timeout`.
+async fn cluster_through(sim: &Sim, proxy: &Proxy, watch_timeout: Duration) -> Cluster {
+    let direct = sim.url();
+    let port = direct.rsplit(':').next().unwrap();
+    let proxied = direct.replace(&format!(":{port}"), &format!(":{}", proxy.port));
+    let kubeconfig = sim.kubeconfig_yaml("admin").unwrap().replace(&direct, &proxied);
+    let dir = std::env::temp_dir().join(format!("dispatch-kf-silence-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{}.kubeconfig", proxy.port));
+    std::fs::write(&path, kubeconfig).unwrap();
+    let config = ClusterConfig {
+        kubeconfig: Some(path),
+        context: None,
+        request_timeout: Duration::from_secs(2),
+    };
+    Cluster::connect(&config).await.unwrap().with_watch_timeout(watch_timeout).unwrap()
+}
+
+fn config_map(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": name, "namespace": NS}, "data": {"x": "1"}})
+}
+
+/// The names a change brings: the one applied, or every one listed anew.
+fn names(change: Change) -> Vec<String> {
+    match change {
+        Change::Listed(views) => views.iter().map(|v| v.meta().name().to_owned()).collect(),
+        Change::Applied(view) | Change::Deleted(view) => vec![view.meta().name().to_owned()],
+    }
+}
+
+#[tokio::test]
+async fn a_watch_whose_connection_goes_silent_resumes_and_sees_the_change_made_meanwhile() {
+    let sim = Sim::start(SimOptions::default()).await.unwrap();
+    let port: u16 = sim.url().rsplit(':').next().unwrap().parse().unwrap();
+    let proxy = Proxy::to(port).await;
+    let cluster = cluster_through(&sim, &proxy, Duration::from_secs(1)).await;
+    let cms = cluster.objects(CONFIG_MAP, NS);
+    cms.create(&CallContext::background(), &config_map("before")).await.unwrap();
+    let mut watch = cms.watch("");
+    let first = tokio::time::timeout(NO_HANG, watch.next()).await.unwrap().unwrap().unwrap();
+    assert_eq!(names(first), ["before"]);
+
+    proxy.freeze();
+    sim.apply(config_map("meanwhile")).unwrap();
+    let next = tokio::time::timeout(NO_HANG, watch.next())
+        .await
+        .expect("the silent connection is given up and the watch resumes")
+        .expect("the watch goes on")
+        .expect("one silent connection is not an error");
+    assert!(names(next).contains(&"meanwhile".to_owned()), "the change made meanwhile arrives");
+
+    sim.apply(config_map("after")).unwrap();
+    let after = tokio::time::timeout(NO_HANG, watch.next()).await.unwrap().unwrap().unwrap();
+    assert!(names(after).contains(&"after".to_owned()), "and the watch goes on");
+}
+
+/// With the defaults (a 30 s request timeout), a silent watch connection is given up
+/// and replaced within a minute: the apiserver ends a quiet watch at its timeout, so
+/// silence past it and the margin means the path is gone; the watcher's first backoff
+/// (0.8 s, at most about 1.1 s with its jitter) comes before the new connection.
+#[tokio::test]
+async fn a_silent_watch_connection_is_replaced_within_a_minute_by_default() {
+    let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+    let cluster = Cluster::from_kube_config(config, Duration::from_secs(30)).unwrap();
+    assert_eq!(cluster.watch_timeout(), WATCH_TIMEOUT);
+    let first_backoff = Duration::from_millis(1_100);
+    let replaced = cluster.watch_silence() + first_backoff;
+    assert!(replaced < Duration::from_secs(60), "{replaced:?}");
+}
