@@ -20,6 +20,7 @@ use dispatch_kf_model::{Mode, Purpose, Settings, keys, probe_request, served};
 use jiff::SignedDuration;
 use serde_json::Value;
 
+use crate::evidence::Evidence;
 use crate::hub::Hub;
 use crate::start::KueueDoesNotGate;
 use crate::{Inner, KubeflowBackend, edge};
@@ -307,15 +308,21 @@ impl KubeflowBackend {
     }
 
     fn made(settings: Settings, cluster: Cluster, preflight: Preflight) -> KubeflowBackend {
+        let evidence = Arc::new(Evidence::default());
         KubeflowBackend {
             inner: Arc::new(Inner {
-                hub: Hub::new(cluster.clone(), &settings.namespace, settings.mode),
+                hub: Hub::new(
+                    cluster.clone(),
+                    &settings.namespace,
+                    settings.mode,
+                    evidence.clone(),
+                ),
                 settings,
                 cluster,
                 preflight,
                 closed: AtomicBool::new(false),
                 in_flight: Default::default(),
-                evidence: Default::default(),
+                evidence,
             }),
         }
     }

@@ -9,6 +9,12 @@
 //! long as the Backend lives. When it ends with an error (its apiserver stayed unreachable), the
 //! error ends every Watch open on it, the next call that needs the kind starts it anew,
 //! and its index is not read meanwhile.
+//!
+//! A Watch's inbox holds at most one "look again" and one failure: changes that arrive
+//! while the Watch is busy (or its reader is slow) fold into what already waits, so
+//! nothing queues without end. A deleted pod's last state, which must not be folded
+//! away, goes straight into the Backend's evidence. A re-list builds its index before
+//! it takes the hub's lock, so no lock is held while a large list is read in.
 
 use std::collections::{BTreeSet, HashMap};
 use std::pin::pin;
@@ -17,13 +23,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use dispatch_core::{CallContext, Error, JobId, Result};
 use dispatch_kf_client::resources::{JOB_SET, POD, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD};
 use dispatch_kf_client::{Change, Changes, Cluster, KnownNames, Resource};
-use dispatch_kf_model::view::{Pod, View};
+use dispatch_kf_model::view::View;
 use dispatch_kf_model::{Mode, keys, names};
 use futures::StreamExt;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 use crate::edge;
+use crate::evidence::Evidence;
 
 /// What a kind's watch asks for.
 #[derive(Clone, Copy, Debug)]
@@ -49,13 +56,62 @@ const WORKLOADS: Feed = Feed { resource: WORKLOAD, whole: false, selector: "" };
 /// What a Watch of a job is told.
 #[derive(Debug)]
 pub(crate) enum Routed {
-    /// An object of the job changed, or a watch listed anew (changes may have been
-    /// missed): look again.
+    /// An object of the job changed (a deleted pod's last state is in the evidence by
+    /// then), or a watch listed anew (changes may have been missed): look again.
     Touched,
-    /// A pod of the job was deleted: its last state.
-    PodDeleted(Box<Pod>),
     /// A watch the Watch relies on ended with this error.
     Failed(Error),
+}
+
+/// A Watch's inbox: at most one [`Routed::Touched`] and one [`Routed::Failed`] wait in
+/// it, however many are put in before the Watch takes them.
+#[derive(Default)]
+struct Inbox {
+    pending: Mutex<Pending>,
+    arrived: Notify,
+}
+
+#[derive(Default)]
+struct Pending {
+    touched: bool,
+    failed: Option<Error>,
+}
+
+impl Inbox {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Puts `routed` in, folded into what waits: a second touch is the first, and the
+    /// first failure is the one kept.
+    fn put(&self, routed: Routed) {
+        {
+            let mut pending = self.lock();
+            match routed {
+                Routed::Touched => pending.touched = true,
+                Routed::Failed(e) => {
+                    pending.failed.get_or_insert(e);
+                }
+            }
+        }
+        self.arrived.notify_one();
+    }
+
+    /// Takes what waits, a failure first; waits for something when nothing does.
+    async fn take(&self) -> Routed {
+        loop {
+            {
+                let mut pending = self.lock();
+                if let Some(e) = pending.failed.take() {
+                    return Routed::Failed(e);
+                }
+                if std::mem::take(&mut pending.touched) {
+                    return Routed::Touched;
+                }
+            }
+            self.arrived.notified().await;
+        }
+    }
 }
 
 /// The shared watches of one Backend.
@@ -70,6 +126,8 @@ struct Shared {
     state: Mutex<State>,
     /// Woken whenever a kind's watch becomes live or fails.
     phase_changed: Notify,
+    /// Where a deleted pod of a job with a Watch open leaves its last state.
+    evidence: Arc<Evidence>,
 }
 
 #[derive(Default)]
@@ -117,15 +175,22 @@ struct Entry {
 
 struct Subscriber {
     id: u64,
-    tx: mpsc::UnboundedSender<Routed>,
+    inbox: Arc<Inbox>,
 }
 
-/// One Watch's share of the hub: routed events arrive on `rx` until it is dropped.
+/// One Watch's share of the hub: routed events wait in its inbox until it is dropped.
 pub(crate) struct Subscription {
-    pub(crate) rx: mpsc::UnboundedReceiver<Routed>,
+    inbox: Arc<Inbox>,
     shared: Arc<Shared>,
     job: JobId,
     id: u64,
+}
+
+impl Subscription {
+    /// The next routed event: a failure first, then a look again; waits for one.
+    pub(crate) async fn next(&self) -> Routed {
+        self.inbox.take().await
+    }
 }
 
 impl Drop for Subscription {
@@ -155,8 +220,14 @@ impl Shared {
 }
 
 impl Hub {
-    pub(crate) fn new(cluster: Cluster, namespace: &str, mode: Mode) -> Hub {
-        let shared = Arc::new(Shared { state: Mutex::default(), phase_changed: Notify::new() });
+    pub(crate) fn new(
+        cluster: Cluster,
+        namespace: &str,
+        mode: Mode,
+        evidence: Arc<Evidence>,
+    ) -> Hub {
+        let shared =
+            Arc::new(Shared { state: Mutex::default(), phase_changed: Notify::new(), evidence });
         Hub { cluster, namespace: namespace.to_owned(), mode, shared }
     }
 
@@ -195,15 +266,17 @@ impl Hub {
     /// once their watches are live. Changes from then on are routed: a Find made after
     /// this returns misses none.
     pub(crate) async fn subscribe(&self, cx: &CallContext, job: &JobId) -> Result<Subscription> {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let inbox = Arc::new(Inbox::default());
         let id = {
             let mut state = self.shared.lock();
             state.next_id += 1;
             let id = state.next_id;
-            state.subscribers.entry(job.clone()).or_default().push(Subscriber { id, tx });
+            let subscriber = Subscriber { id, inbox: inbox.clone() };
+            state.subscribers.entry(job.clone()).or_default().push(subscriber);
             id
         };
-        let subscription = Subscription { rx, shared: self.shared.clone(), job: job.clone(), id };
+        let subscription =
+            Subscription { inbox, shared: self.shared.clone(), job: job.clone(), id };
         self.live(cx, &self.cluster, &self.watched()).await?;
         Ok(subscription)
     }
@@ -282,20 +355,27 @@ fn same(e: &Error) -> Error {
     Error::new(e.kind(), e.message())
 }
 
-/// One kind's watch: takes in each change until the watch ends with an error.
+/// One kind's watch: takes in each change until the watch ends with an error. A list
+/// is made into an index before the lock is taken.
 async fn run(shared: Arc<Shared>, resource: Resource, mut changes: Changes) {
     while let Some(change) = changes.next().await {
+        let change = match change {
+            Ok(Change::Listed(views)) => Ok(Taken::Listed(Index::of(&views))),
+            Ok(Change::Applied(view)) => Ok(Taken::Applied(view)),
+            Ok(Change::Deleted(view)) => Ok(Taken::Deleted(view)),
+            Err(e) => Err(e),
+        };
         let mut state = shared.lock();
         match change {
             Ok(change) => {
-                if state.take_in(resource, change) {
+                if state.take_in(resource, change, &shared.evidence) {
                     shared.phase_changed.notify_waiters();
                 }
             }
             Err(e) => {
                 let e = e.context("a shared watch ended");
                 for sub in state.subscribers.values().flatten() {
-                    let _ = sub.tx.send(Routed::Failed(same(&e)));
+                    sub.inbox.put(Routed::Failed(same(&e)));
                 }
                 if let Some(kind) = state.kinds.get_mut(resource.kind) {
                     kind.phase = Phase::Failed(e);
@@ -308,44 +388,48 @@ async fn run(shared: Arc<Shared>, resource: Resource, mut changes: Changes) {
     }
 }
 
+/// A change of a kind as the hub takes it in: a list already made into its index.
+enum Taken {
+    Listed(Index),
+    Applied(View),
+    Deleted(View),
+}
+
 impl State {
     /// Takes in one change of `resource`: updates the index and tells the jobs it
-    /// concerns. Whether the kind just became live.
-    fn take_in(&mut self, resource: Resource, change: Change) -> bool {
+    /// concerns; a deleted pod of a job with a Watch open leaves its last state in
+    /// `evidence` first. Whether the kind just became live.
+    fn take_in(&mut self, resource: Resource, change: Taken, evidence: &Evidence) -> bool {
         let Some(kind) = self.kinds.get_mut(resource.kind) else { return false };
         match change {
-            Change::Listed(views) => {
+            Taken::Listed(index) => {
                 let relisted = matches!(kind.phase, Phase::Live);
-                kind.index = Index::default();
-                for view in &views {
-                    kind.index.apply(view);
-                }
+                kind.index = index;
                 kind.phase = Phase::Live;
                 if relisted {
                     // Changes were missed: every Watch looks again.
                     for sub in self.subscribers.values().flatten() {
-                        let _ = sub.tx.send(Routed::Touched);
+                        sub.inbox.put(Routed::Touched);
                     }
                 }
                 !relisted
             }
-            Change::Applied(view) => {
+            Taken::Applied(view) => {
                 let mut jobs = kind.index.remove(view.meta().name());
                 jobs.extend(kind.index.apply(&view));
                 let jobs = self.concerned(jobs, &view);
-                self.route(&jobs, || Routed::Touched);
+                self.touch(&jobs);
                 false
             }
-            Change::Deleted(view) => {
+            Taken::Deleted(view) => {
                 let jobs = kind.index.remove(view.meta().name());
                 let jobs = self.concerned(jobs, &view);
-                match view {
-                    View::Pod(pod) => {
-                        let pod = Box::new(pod);
-                        self.route(&jobs, || Routed::PodDeleted(pod.clone()));
+                if let View::Pod(pod) = view {
+                    for job in jobs.iter().filter(|j| self.subscribers.contains_key(*j)) {
+                        evidence.capture(job, pod.clone());
                     }
-                    _ => self.route(&jobs, || Routed::Touched),
                 }
+                self.touch(&jobs);
                 false
             }
         }
@@ -365,16 +449,26 @@ impl State {
         jobs
     }
 
-    fn route(&self, jobs: &[JobId], routed: impl Fn() -> Routed) {
+    /// Tells every Watch of `jobs` to look again.
+    fn touch(&self, jobs: &[JobId]) {
         for job in jobs {
             for sub in self.subscribers.get(job).into_iter().flatten() {
-                let _ = sub.tx.send(routed());
+                sub.inbox.put(Routed::Touched);
             }
         }
     }
 }
 
 impl Index {
+    /// The index of a list.
+    fn of(views: &[View]) -> Index {
+        let mut index = Index::default();
+        for view in views {
+            index.apply(view);
+        }
+        index
+    }
+
     /// Adds `view`; the jobs it belongs to.
     fn apply(&mut self, view: &View) -> Vec<JobId> {
         let meta = view.meta();
@@ -405,5 +499,42 @@ impl Index {
         }
         self.jobs_by_uid.remove(&entry.uid);
         entry.jobs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::FutureExt;
+
+    use super::*;
+
+    /// However many changes arrive while a Watch is busy, its inbox holds one look
+    /// again and one failure: memory does not grow with a reader that does not read.
+    #[test]
+    fn an_inbox_folds_what_arrives_before_it_is_read() {
+        let inbox = Inbox::default();
+        for _ in 0..10_000 {
+            inbox.put(Routed::Touched);
+        }
+        inbox.put(Routed::Failed(Error::unreachable("first")));
+        inbox.put(Routed::Failed(Error::unreachable("second")));
+        let failed = inbox.take().now_or_never().expect("a failure waits");
+        assert!(matches!(failed, Routed::Failed(e) if e.message() == "first"), "the first is kept");
+        let touched = inbox.take().now_or_never().expect("a look again waits");
+        assert!(matches!(touched, Routed::Touched));
+        assert!(inbox.take().now_or_never().is_none(), "ten thousand touches were one");
+    }
+
+    /// A put after the reader began waiting wakes it.
+    #[tokio::test]
+    async fn a_put_wakes_a_waiting_reader() {
+        let inbox = Arc::new(Inbox::default());
+        let reader = tokio::spawn({
+            let inbox = inbox.clone();
+            async move { inbox.take().await }
+        });
+        tokio::task::yield_now().await;
+        inbox.put(Routed::Touched);
+        assert!(matches!(reader.await.unwrap(), Routed::Touched));
     }
 }

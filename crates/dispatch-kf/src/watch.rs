@@ -72,10 +72,6 @@ impl Pump {
         loop {
             match self.next(&mut subscription, coalescer.poll_timeout()).await {
                 Next::Routed(Routed::Failed(e)) => return self.fail(e).await,
-                Next::Routed(Routed::PodDeleted(pod)) => {
-                    self.inner.evidence.capture(&self.job, *pod);
-                    coalescer.handle(edge::timer());
-                }
                 Next::Routed(Routed::Touched) => coalescer.handle(edge::timer()),
                 Next::Quiet => {}
                 Next::Stop => return,
@@ -112,10 +108,7 @@ impl Pump {
             }
         };
         tokio::select! {
-            routed = subscription.rx.recv() => match routed {
-                Some(routed) => Next::Routed(routed),
-                None => Next::Stop,
-            },
+            routed = subscription.next() => Next::Routed(routed),
             () = self.tx.closed() => Next::Stop,
             () = self.cx.cancelled() => Next::Stop,
             () = edge::deadline(&self.cx) => Next::Stop,
