@@ -1,8 +1,11 @@
 //! Answered rows of the error mapping, the client's own retries, and its streams,
 //! proved against the simulated cluster through the real kube client.
 
+mod common;
+
 use std::time::Duration;
 
+use common::CONFIG_MAP;
 use dispatch_core::{CallContext, Kind};
 use dispatch_kf_client::resources::{CLUSTER_TRAINING_RUNTIME, NODE, POD, TRAIN_JOB};
 use dispatch_kf_client::{
@@ -53,14 +56,6 @@ fn object(resource: Resource, name: &str) -> Value {
     }
     o
 }
-
-const CONFIG_MAP: Resource = Resource {
-    kind: "ConfigMap",
-    group: "",
-    version: "v1",
-    plural: "configmaps",
-    namespaced: true,
-};
 
 #[tokio::test]
 async fn not_found_is_not_found() {

@@ -4,12 +4,14 @@
 //! here is timed; `NO_HANG` only turns a hang into a failure. How soon, with the
 //! defaults, is the constants' test below and the figures in docs/errors.md.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use common::CONFIG_MAP;
 use dispatch_core::CallContext;
-use dispatch_kf_client::resources::Resource;
 use dispatch_kf_client::{Change, Cluster, ClusterConfig, WATCH_TIMEOUT};
 use dispatch_kf_sim::{Sim, SimOptions};
 use futures::StreamExt;
@@ -18,14 +20,6 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 const NS: &str = "default";
-
-const CONFIG_MAP: Resource = Resource {
-    kind: "ConfigMap",
-    group: "",
-    version: "v1",
-    plural: "configmaps",
-    namespaced: true,
-};
 
 /// A guard, not a measure: a watch that would hang fails instead.
 const NO_HANG: Duration = Duration::from_secs(60);

@@ -148,6 +148,23 @@ pub(crate) const COMMON_KUEUE_FEATURE_GATES: &[&str] = &["VisibilityOnDemand=fal
 const ETCD: &str = "v3.6.16";
 const KWOK: &str = "v0.8.0";
 
+/// The oldest releases the adapter supports; `oldest-ungated` is the same without Kueue's
+/// feature gate.
+const OLDEST: Stack = Stack {
+    name: "oldest",
+    about: "the oldest releases the adapter supports, as Kueue v0.17 was released with them",
+    support: Support::Supported,
+    kubernetes: "v1.34.4",
+    etcd: ETCD,
+    kwok: KWOK,
+    jobset: "v0.11.1",
+    trainer: "v2.2.1",
+    kueue: "v0.17.0",
+    apiserver_flags: &[],
+    // Alpha and off by default before Kueue v0.19; the gate's admission needs it.
+    kueue_feature_gates: &["AdmissionGatedBy=true"],
+};
+
 /// Every stack, the default first.
 pub(crate) const STACKS: [Stack; 5] = [
     Stack {
@@ -163,20 +180,7 @@ pub(crate) const STACKS: [Stack; 5] = [
         apiserver_flags: &[],
         kueue_feature_gates: &[],
     },
-    Stack {
-        name: "oldest",
-        about: "the oldest releases the adapter supports, as Kueue v0.17 was released with them",
-        support: Support::Supported,
-        kubernetes: "v1.34.4",
-        etcd: ETCD,
-        kwok: KWOK,
-        jobset: "v0.11.1",
-        trainer: "v2.2.1",
-        kueue: "v0.17.0",
-        apiserver_flags: &[],
-        // Alpha and off by default before Kueue v0.19; the gate's admission needs it.
-        kueue_feature_gates: &["AdmissionGatedBy=true"],
-    },
+    OLDEST,
     Stack {
         name: "newest",
         about: "the newest Kubernetes under the current controllers",
@@ -219,14 +223,8 @@ pub(crate) const STACKS: [Stack; 5] = [
             kueue_only: true,
             words: "Kueue does not gate admission",
         }),
-        kubernetes: "v1.34.4",
-        etcd: ETCD,
-        kwok: KWOK,
-        jobset: "v0.11.1",
-        trainer: "v2.2.1",
-        kueue: "v0.17.0",
-        apiserver_flags: &[],
         kueue_feature_gates: &[],
+        ..OLDEST
     },
 ];
 
