@@ -92,6 +92,19 @@ pub struct Cluster {
     watch_timeout: Duration,
 }
 
+/// How long the apiserver is asked to keep one watch connection open
+/// (`timeoutSeconds`). Short, because over HTTP/1.1 nothing but silence tells a
+/// connection a proxy or load balancer dropped without a word from a quiet one: the
+/// apiserver ends a quiet watch at this timeout, so a connection silent past it and
+/// [`SILENCE_MARGIN`] is given up and the watch resumes from the last resource version
+/// it saw, within a minute of going silent. A new connection each 40 s per watched
+/// kind is the price; kube-runtime's default (290 s) took five minutes to notice, and
+/// client-go, which pings over HTTP/2 instead, about 45 s.
+pub const WATCH_TIMEOUT: Duration = Duration::from_secs(40);
+/// How long past [`WATCH_TIMEOUT`] a watch connection may stay silent (at most; a
+/// shorter request timeout is taken instead) before it is given up.
+pub(crate) const SILENCE_MARGIN: Duration = Duration::from_secs(10);
+
 impl Cluster {
     /// Loads the configuration and builds the clients. A configuration that cannot load
     /// is `Invalid`.
@@ -112,7 +125,7 @@ impl Cluster {
         unary.reset_reader_on_write = true;
         let mut streaming = config.clone();
         streaming.read_timeout = None;
-        let watch_timeout = crate::watch::WATCH_TIMEOUT;
+        let watch_timeout = WATCH_TIMEOUT;
         Ok(Cluster {
             unary: build(unary)?,
             streaming: build(streaming)?,
@@ -141,8 +154,8 @@ impl Cluster {
     }
 
     /// How long one watch connection is asked to stay open (`timeoutSeconds`, at most
-    /// [`crate::WATCH_TIMEOUT`]); it is given up when silent past this and
-    /// [`crate::watch::SILENCE_MARGIN`] (or the request timeout, when shorter).
+    /// [`WATCH_TIMEOUT`]); it is given up when silent past this and
+    /// [`SILENCE_MARGIN`] (or the request timeout, when shorter).
     pub fn watch_timeout(&self) -> Duration {
         self.watch_timeout
     }
@@ -154,9 +167,9 @@ impl Cluster {
     }
 
     /// The same apiserver, asking watch connections to stay open `timeout` (whole
-    /// seconds, 1 to [`crate::WATCH_TIMEOUT`]): tests use a short one.
+    /// seconds, 1 to [`WATCH_TIMEOUT`]): tests use a short one.
     pub fn with_watch_timeout(&self, timeout: Duration) -> Result<Cluster> {
-        let timeout = timeout.clamp(Duration::from_secs(1), crate::watch::WATCH_TIMEOUT);
+        let timeout = timeout.clamp(Duration::from_secs(1), WATCH_TIMEOUT);
         let silence = silence_allowed(timeout, self.request_timeout);
         let watching = build(watching(&self.config, silence))?;
         Ok(Cluster { watch_timeout: timeout, watching, ..self.clone() })
@@ -245,7 +258,7 @@ fn build(config: kube::Config) -> Result<kube::Client> {
 /// byte: the apiserver ends it at that timeout, so silence past it and a margin means
 /// the path is gone.
 fn silence_allowed(watch_timeout: Duration, request_timeout: Duration) -> Duration {
-    watch_timeout + request_timeout.min(crate::watch::SILENCE_MARGIN)
+    watch_timeout + request_timeout.min(SILENCE_MARGIN)
 }
 
 /// The watching client's configuration: reads time out after `read_timeout`.

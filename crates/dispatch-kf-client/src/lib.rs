@@ -69,8 +69,7 @@ mod transport;
 mod watch;
 
 pub use cancel::cancellable;
-pub use cluster::{Cluster, ClusterConfig};
-pub use dispatch_kf_model::gates::Edit;
+pub use cluster::{Cluster, ClusterConfig, WATCH_TIMEOUT};
 pub use error_map::{Case, Outcome, RequestClass};
 pub use identity::Identity;
 pub use objects::{CONFLICT_TRIES, Created, Deleted, LIST_RESTARTS, Objects};
@@ -78,4 +77,4 @@ pub use probe::Permission;
 pub use resources::Resource;
 pub use snapshot::{JobQuery, Known, KnownNames};
 pub use transport::redacted;
-pub use watch::{Change, Changes, DEAD_WATCHES, WATCH_TIMEOUT};
+pub use watch::{Change, Changes, DEAD_WATCHES};

@@ -42,18 +42,6 @@ pub enum Change {
     Deleted(View),
 }
 
-/// How long the apiserver is asked to keep one watch connection open
-/// (`timeoutSeconds`). Short, because over HTTP/1.1 nothing but silence tells a
-/// connection a proxy or load balancer dropped without a word from a quiet one: the
-/// apiserver ends a quiet watch at this timeout, so a connection silent past it and
-/// [`SILENCE_MARGIN`] is given up and the watch resumes from the last resource version
-/// it saw, within a minute of going silent. A new connection each 40 s per watched
-/// kind is the price; kube-runtime's default (290 s) took five minutes to notice, and
-/// client-go, which pings over HTTP/2 instead, about 45 s.
-pub const WATCH_TIMEOUT: Duration = Duration::from_secs(40);
-/// How long past [`WATCH_TIMEOUT`] a watch connection may stay silent (at most; a
-/// shorter request timeout is taken instead) before it is given up.
-pub(crate) const SILENCE_MARGIN: Duration = Duration::from_secs(10);
 /// How many attempts in a row (a list, a watch's opening, a connection) may fail before
 /// the watch ends with an error. Failures count as in a row when no change came between
 /// them and each came within the longest one attempt and its backoff can take (the watch

@@ -9,9 +9,10 @@ use common::CONFIG_MAP;
 use dispatch_core::{CallContext, Kind};
 use dispatch_kf_client::resources::{CLUSTER_TRAINING_RUNTIME, NODE, POD, TRAIN_JOB};
 use dispatch_kf_client::{
-    CONFLICT_TRIES, Change, Cluster, ClusterConfig, Created, Deleted, Edit, LIST_RESTARTS,
-    Permission, RequestClass, Resource,
+    CONFLICT_TRIES, Change, Cluster, ClusterConfig, Created, Deleted, LIST_RESTARTS, Permission,
+    RequestClass, Resource,
 };
+use dispatch_kf_model::gates::Edit;
 use dispatch_kf_model::json::uid;
 use dispatch_kf_model::keys;
 use dispatch_kf_model::view::View;

@@ -8,7 +8,7 @@ use dispatch_core::{Execution, JobId};
 use super::ClassifyOptions;
 use super::execution;
 use super::index::{Index, Map, PodRef};
-use super::rules::pending_or_running::NodeLoss;
+use super::node_loss::NodeLoss;
 use crate::keys;
 use crate::mode::Mode;
 use crate::names;

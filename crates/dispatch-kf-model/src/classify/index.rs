@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 use dispatch_core::Execution;
 
 use super::execution;
-use super::rules::pending_or_running::{NodeLoss, node_loss};
+use super::node_loss::{NodeLoss, node_loss};
 use crate::keys;
 use crate::snapshot::Snapshot;
 use crate::view::{JobSet, Pod, TrainJob, Workload};

@@ -14,6 +14,7 @@ mod findings;
 mod foreign;
 mod index;
 mod initializer;
+mod node_loss;
 mod node_termination;
 mod orphans;
 mod rules;

@@ -9,11 +9,11 @@ use jiff::Timestamp;
 use super::{Outcome, Reported};
 use crate::classify::facts::Facts;
 use crate::classify::findings::{self, time};
+use crate::classify::node_loss::NodeLoss;
 use crate::classify::text::{trimmed, with_words, words, workload_words};
-use crate::keys;
+
 use crate::mode::Mode;
-use crate::object::{Condition, Taint};
-use crate::view::{Node, condition, true_condition};
+use crate::view::{condition, true_condition};
 
 /// What a Workload's latest eviction reason gives, Kueue mode, admitted or not (R4).
 /// A reason not listed is [`EVICTED_ANYTHING_ELSE`] (`PodsReadyTimeout`,
@@ -100,34 +100,6 @@ fn node_lost<S: Str>(f: &Facts<'_, S>) -> Option<Cause> {
             ),
         })
     })
-}
-
-/// Why a Node's pods are lost with it: its `Ready` condition is not True, else it
-/// carries the out-of-service taint. Judged once per Node (`Index::new`), for all the
-/// pods bound to it.
-pub(crate) enum NodeLoss<'a, S> {
-    /// The `Ready` condition, not True.
-    NotReady(&'a Condition<S>),
-    /// The out-of-service taint.
-    OutOfService(&'a Taint<S>),
-}
-
-// By hand: a derive would ask `S: Copy` of the text the node holds by reference.
-impl<S> Clone for NodeLoss<'_, S> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<S> Copy for NodeLoss<'_, S> {}
-
-/// What makes `node` lost for its pods, if anything.
-pub(crate) fn node_loss<S: Str>(node: &Node<S>) -> Option<NodeLoss<'_, S>> {
-    if let Some(ready) = condition(&node.conditions, "Ready").filter(|c| !c.is_true()) {
-        return Some(NodeLoss::NotReady(ready));
-    }
-    let taint = node.taints.iter().find(|t| t.key.get() == Some(keys::TAINT_OUT_OF_SERVICE))?;
-    Some(NodeLoss::OutOfService(taint))
 }
 
 /// Kueue: the Workload's `Evicted=True`, by its reason. Refinement R4
