@@ -22,12 +22,18 @@ pub(crate) struct Served {
 impl Served {
     /// Serves a cluster and returns once it answers (its "serving" line is written).
     pub(crate) fn start(name: &str) -> Served {
+        Served::start_with(name, &[])
+    }
+
+    /// [`Served::start`] with more arguments of `sim serve` (`--kueue`).
+    pub(crate) fn start_with(name: &str, args: &[&str]) -> Served {
         let dir = std::env::temp_dir().join(format!("dispatch-kf-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let kubeconfig = dir.join("kubeconfig");
         let mut child = bin()
             .args(["sim", "serve", "--kubeconfig-out"])
             .arg(&kubeconfig)
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -103,6 +109,14 @@ impl Served {
         let path = self.dir.join(format!("request-{job}-{submission}.json"));
         std::fs::write(&path, request.to_string()).unwrap();
         path.to_str().unwrap().to_owned()
+    }
+
+    /// Starts submission 1 of `job` with `start` (its gate closed), asserting it did.
+    #[allow(dead_code, reason = "each test binary includes this module; not all use this")]
+    pub(crate) fn start_job(&self, job: &str) {
+        let request = self.request(job, 1);
+        let started = self.command("start").args(["--request", &request]).output().unwrap();
+        assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
     }
 
     /// The command with `SUBCOMMAND --settings <this cluster's settings>`, its
