@@ -17,6 +17,8 @@
 //! - `cargo xtask fixtures cluster`: keeps those real dumps as `fixtures/dumps/cluster-*.json`.
 //! - `cargo xtask soak [JOBS] [SEED]`: one Backend through 200 jobs under random faults
 //!   on the sim, its invariants checked after every step (docs/benchmarks.md).
+//! - `cargo xtask dist [--target TRIPLE]...`: the kubectl plugin's release archives and
+//!   their krew manifest (`plugins/dispatch.yaml`), in `target/dist/`.
 //! - `cargo xtask install`: installs `dispatch-kf` and the kubectl plugin `kubectl-dispatch`.
 //! - `cargo xtask fuzz [SECONDS]`: every `cargo fuzz` target of `fuzz/` briefly, on
 //!   nightly; not part of `test` or `ci` (docs/fuzzing.md).
@@ -28,6 +30,7 @@ mod bench;
 mod cluster;
 #[cfg(test)]
 mod deps;
+mod dist;
 mod e2e;
 mod fidelity;
 mod fuzz;
@@ -40,7 +43,7 @@ mod tidy;
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: cargo xtask <test|ci|bench classify|bench cli|bench scale|e2e|cluster|matrix|fidelity|fixtures|soak|install|fuzz>
+    "usage: cargo xtask <test|ci|bench classify|bench cli|bench scale|e2e|cluster|matrix|fidelity|fixtures|soak|dist|install|fuzz>
 
   test             run every test of the workspace
   ci [--real]      cargo fmt --check, clippy -D warnings, cargo doc, then test; with
@@ -68,6 +71,9 @@ const USAGE: &str =
   soak [JOBS] [SEED]
                    one Backend through JOBS jobs (200) under random faults on the sim,
                    checking the supervisor's invariants and memory; non-zero on a violation
+  dist [--target TRIPLE]...
+                   release archives of kubectl-dispatch (binary and LICENSE, a tar.gz
+                   per target; default the host's) and their krew manifest, in target/dist
   install          cargo install dispatch-kf and the kubectl plugin kubectl-dispatch,
                    with shell completions and man pages
   fuzz [SECONDS]   run every cargo-fuzz target of fuzz/ for SECONDS (default 30) on
@@ -85,6 +91,7 @@ fn main() -> ExitCode {
         Some("fidelity") => fidelity::run(&args[1..]),
         Some("fixtures") => fidelity::fixtures(&args[1..]),
         Some("soak") => soak(&args[1..]),
+        Some("dist") => dist::run(&args[1..]),
         Some("install") => install::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         _ => {
