@@ -4,6 +4,7 @@
 
 use dispatch_core::{Kind, ObjectState};
 use dispatch_kf::{Explain, ModeChoice, Scope, explain};
+use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Identity, Rule, Sim};
 use dispatch_kf_testkit::{NS, cluster, connect, cx};
 use serde_json::json;
@@ -80,14 +81,7 @@ async fn explaining_one_train_job_reads_only_what_joins_to_it() {
     by_hand(&sim, "by-hand", json!({}));
     by_hand(&sim, "other", json!({}));
     let cluster = connect(&sim, "admin").await;
-    sim.clear_requests();
-    explain(&cluster, &cx(), named("by-hand")).await.unwrap();
-    let requests = sim.requests();
-    let read: Vec<String> = requests
-        .iter()
-        .filter(|r| !r.path.contains("selfsubjectaccessreviews"))
-        .map(|r| format!("{} {}?{}", r.method, r.path, r.query.replace("%3D", "=")))
-        .collect();
+    let read = explained(&sim, &cluster, named("by-hand")).await;
     assert!(read.iter().all(|r| r.starts_with("GET ")), "{read:?}");
     assert!(read.iter().all(|r| r.contains("by-hand") || r.contains("/nodes/")), "{read:?}");
     assert_eq!(read.iter().filter(|r| r.contains("/nodes/")).count(), 1, "{read:?}");
@@ -95,6 +89,34 @@ async fn explaining_one_train_job_reads_only_what_joins_to_it() {
 
     let err = explain(&cluster, &cx(), named("nowhere")).await.unwrap_err();
     assert!(err.is(Kind::NotFound), "{err}");
+
+    // A namespace: one list per kind, each selected by what joins it to a TrainJob,
+    // and a get per Node (both TrainJobs' one pod each may share one).
+    let whole = Explain { scope: Scope::Namespace(NS), ..named("") };
+    let read = explained(&sim, &cluster, whole).await;
+    let lists: Vec<&String> = read.iter().filter(|r| !r.contains("/nodes/")).collect();
+    assert_eq!(lists.len(), 3, "TrainJobs, JobSets, pods: {read:?}");
+    let by_job_set = format!("labelSelector={}", keys::JOBSET_NAME);
+    assert!(lists.iter().any(|r| r.contains("/pods?") && r.ends_with(&by_job_set)), "{lists:?}");
+    assert!(read.iter().filter(|r| r.contains("/nodes/")).count() <= 2, "{read:?}");
+}
+
+/// The requests `explain` sends for `request`, but the access reviews, as
+/// `METHOD path?query`.
+async fn explained(
+    sim: &Sim,
+    cluster: &dispatch_kf_client::Cluster,
+    request: Explain<'_>,
+) -> Vec<String> {
+    sim.clear_requests();
+    explain(cluster, &cx(), request).await.unwrap();
+    sim.requests()
+        .iter()
+        .filter(|r| !r.path.contains("selfsubjectaccessreviews"))
+        .map(|r| {
+            format!("{} {}?{}", r.method, r.path, r.query.replace("%3D", "=").replace("%2F", "/"))
+        })
+        .collect()
 }
 
 /// A TrainJob with Kueue's queue-name label is read in Kueue mode where Kueue is
