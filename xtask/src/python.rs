@@ -117,7 +117,7 @@ pub(crate) fn run(args: &[String]) -> run::Result {
 pub(crate) fn test() -> run::Result {
     let Some(python) = python() else {
         eprintln!(
-            "xtask: skipping the Python package's tests (crates/dispatch-kf-py): no python3 on PATH"
+            "xtask: skipping the Python package's tests (crates/dispatch-kf-py): no python3 on PATH (or $PYTHON)"
         );
         return Ok(());
     };
