@@ -7,6 +7,11 @@
 //! One TrainJob costs a get of it, a get of its JobSet, one list of pods and at most one
 //! of Workloads, plus a get per Node. A namespace (or every namespace) costs one list per
 //! kind, selected by the label that joins it to a TrainJob, plus a get per Node.
+//!
+//! The TrainJobs are read first, then what joins to them, together: the JobSet or pods
+//! of a TrainJob made after that first read join nothing and are left out of the
+//! answer (as are JobSets no TrainJob owns), since explaining reports TrainJobs and no
+//! orphans.
 
 use dispatch_core::{CallContext, Result};
 use dispatch_kf_model::view::View;
