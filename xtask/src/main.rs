@@ -18,6 +18,10 @@
 //!   `fixtures/dumps/cluster-<stack>-<scenario>.json`.
 //! - `cargo xtask soak [JOBS] [SEED]`: one Backend through 200 jobs under random faults
 //!   on the sim, its invariants checked after every step (docs/benchmarks.md).
+//! - `cargo xtask dist [--target TRIPLE]...`: the kubectl plugin's release archives and
+//!   their krew manifest (`plugins/dispatch.yaml`), in `target/dist/`.
+//! - `cargo xtask python [--release | --test]`: the Python package's wheel, in `target/wheels/`;
+//!   `test` runs its tests when Python 3 is there (docs/python.md).
 //! - `cargo xtask install`: installs `dispatch-kf` and the kubectl plugin `kubectl-dispatch`.
 //! - `cargo xtask fuzz [SECONDS]`: every `cargo fuzz` target of `fuzz/` briefly, on
 //!   nightly; not part of `test` or `ci` (docs/fuzzing.md).
@@ -29,11 +33,13 @@ mod bench;
 mod cluster;
 #[cfg(test)]
 mod deps;
+mod dist;
 mod e2e;
 mod fidelity;
 mod fuzz;
 mod install;
 mod matrix;
+mod python;
 mod run;
 #[cfg(test)]
 mod tidy;
@@ -41,7 +47,7 @@ mod tidy;
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: cargo xtask <test|ci|bench classify|bench cli|bench scale|e2e|cluster|matrix|fidelity|fixtures|soak|install|fuzz>
+    "usage: cargo xtask <test|ci|bench classify|bench cli|bench scale|e2e|cluster|matrix|fidelity|fixtures|soak|dist|python|install|fuzz>
 
   test             run every test of the workspace
   ci [--real]      cargo fmt --check, clippy -D warnings, cargo doc, then test; with
@@ -69,6 +75,13 @@ const USAGE: &str =
   soak [JOBS] [SEED]
                    one Backend through JOBS jobs (200) under random faults on the sim,
                    checking the supervisor's invariants and memory; non-zero on a violation
+  dist [--target TRIPLE]...
+                   release archives of kubectl-dispatch (binary and LICENSE, a tar.gz
+                   per target; default the host's) and their krew manifest, in target/dist
+  python [--release | --test]
+                   the wheel of the Python package dispatch-kf (maturin, into
+                   target/wheels; maturin comes into a venv in target/python when
+                   missing); --test runs its tests, as test does where Python 3 is
   install          cargo install dispatch-kf and the kubectl plugin kubectl-dispatch,
                    with shell completions and man pages
   fuzz [SECONDS]   run every cargo-fuzz target of fuzz/ for SECONDS (default 30) on
@@ -86,6 +99,8 @@ fn main() -> ExitCode {
         Some("fidelity") => fidelity::run(&args[1..]),
         Some("fixtures") => fidelity::fixtures(&args[1..]),
         Some("soak") => soak(&args[1..]),
+        Some("dist") => dist::run(&args[1..]),
+        Some("python") => python::run(&args[1..]),
         Some("install") => install::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         _ => {
@@ -102,12 +117,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// Every test of the workspace; extra arguments go to `cargo test`.
+/// Every test of the workspace, then the Python package's where Python 3 is there;
+/// extra arguments go to `cargo test`.
 fn test(extra: &[String]) -> run::Result {
     let mut args = vec!["test", "--workspace", "--all-targets", "--locked"];
     args.extend(extra.iter().map(String::as_str));
     run::cargo(&args)?;
-    run::cargo(&["test", "--workspace", "--doc", "--locked"])
+    run::cargo(&["test", "--workspace", "--doc", "--locked"])?;
+    python::test()
 }
 
 /// What CI checks beyond the tests: formatting, lints and docs; with `--real`, then the

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::{classify, demo, lifecycle, observe, output, preflight, render, shell, sim};
+use crate::{classify, demo, explain, lifecycle, observe, output, preflight, render, shell, sim};
 
 /// Which binary is running: the help and usage name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +55,9 @@ enum Command {
     Capabilities(preflight::CapabilitiesArgs),
     /// Start one submission of a job; prints the object reference.
     Start(lifecycle::StartArgs),
+    /// Why any TrainJob is where it is, dispatch's or not; without a name, every
+    /// TrainJob of the namespace.
+    Explain(explain::Args),
     /// Every object of a job, orphans included.
     Find(observe::FindArgs),
     /// A job's object-only status: running when any object is alive.
@@ -137,6 +140,7 @@ pub fn main(program: Program) -> ExitCode {
         Command::Preflight(args) => preflight::preflight(args),
         Command::Capabilities(args) => preflight::capabilities(args),
         Command::Start(args) => lifecycle::start(args),
+        Command::Explain(args) => explain::run(args),
         Command::Find(args) => observe::find(args),
         Command::Status(args) => observe::status(args),
         Command::Inspect(args) => observe::inspect(args),

@@ -20,15 +20,8 @@ pub(crate) struct ClusterArgs {
     /// taken from the kubeconfig.
     #[arg(long, value_name = "FILE", env = "DISPATCH_KF_SETTINGS")]
     settings: Option<String>,
-    /// Overrides the settings' kubeconfig file.
-    #[arg(long, value_name = "FILE")]
-    kubeconfig: Option<String>,
-    /// Overrides the settings' kubeconfig context.
-    #[arg(long)]
-    context: Option<String>,
-    /// Overrides the settings' namespace; without either, the context's.
-    #[arg(short = 'n', long)]
-    namespace: Option<String>,
+    #[command(flatten)]
+    kubectl: KubectlArgs,
     /// A runtime jobs may run on, KIND/NAME (repeatable); replaces the settings'
     /// runtimes (default: ClusterTrainingRuntime/torch-distributed).
     #[arg(long = "runtime", value_name = "KIND/NAME")]
@@ -43,6 +36,22 @@ pub(crate) struct ClusterArgs {
     /// Say on standard error which kept preflight a command trusted, or that it ran one.
     #[arg(short = 'v', long)]
     verbose: bool,
+}
+
+/// The flags kubectl users expect of every command that talks to a cluster; each
+/// overrides the settings where a command has them.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct KubectlArgs {
+    /// The kubeconfig file (default: the settings', else $KUBECONFIG, else
+    /// ~/.kube/config).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) kubeconfig: Option<String>,
+    /// The kubeconfig context (default: the settings', else the current one).
+    #[arg(long)]
+    pub(crate) context: Option<String>,
+    /// The namespace (default: the settings', else the context's).
+    #[arg(short = 'n', long)]
+    pub(crate) namespace: Option<String>,
 }
 
 /// Whether a command writes: a read-only command runs Factory without its probe.
@@ -63,9 +72,9 @@ impl ClusterArgs {
     pub(crate) async fn settings(&self, need: Need) -> Result<Settings> {
         let source = settings::locate(self.settings.as_deref(), settings::config_dir().as_deref());
         let overrides = settings::Overrides {
-            kubeconfig: self.kubeconfig.as_deref(),
-            context: self.context.as_deref(),
-            namespace: self.namespace.as_deref(),
+            kubeconfig: self.kubectl.kubeconfig.as_deref(),
+            context: self.kubectl.context.as_deref(),
+            namespace: self.kubectl.namespace.as_deref(),
             runtimes: &self.runtimes,
         };
         let mut settings = settings::resolve(&source, &overrides).await?;
@@ -77,14 +86,7 @@ impl ClusterArgs {
 
     /// The call's context: its deadline is `--timeout`, else `default`.
     pub(crate) fn call(&self, default: Timespan) -> Result<CallContext> {
-        let timeout = match &self.timeout {
-            Some(text) => Timespan::parse(text).map_err(|e| e.context("--timeout"))?,
-            None => default,
-        };
-        let wait = timeout.to_std().filter(|d| !d.is_zero()).ok_or_else(|| {
-            Error::invalid(format!("--timeout {timeout} is not a positive duration"))
-        })?;
-        Ok(CallContext::with_deadline(Instant::now() + wait))
+        call_context(self.timeout.as_deref(), default)
     }
 
     /// Factory, within the call's deadline; for a writing command, from the kept
@@ -146,6 +148,20 @@ impl ClusterArgs {
         let identity = config.identity().await.ok()?;
         Cache::of(dirs::cache_dir().as_deref(), &identity, settings)
     }
+}
+
+/// A call's context whose deadline is `timeout` (`--timeout`, Go notation) from now,
+/// else `default`.
+pub(crate) fn call_context(timeout: Option<&str>, default: Timespan) -> Result<CallContext> {
+    let timeout = match timeout {
+        Some(text) => Timespan::parse(text).map_err(|e| e.context("--timeout"))?,
+        None => default,
+    };
+    let wait = timeout
+        .to_std()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| Error::invalid(format!("--timeout {timeout} is not a positive duration")))?;
+    Ok(CallContext::with_deadline(Instant::now() + wait))
 }
 
 /// The default deadline of most commands.

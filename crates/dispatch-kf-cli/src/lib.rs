@@ -12,6 +12,7 @@ mod cli;
 mod connect;
 mod console;
 pub mod demo;
+mod explain;
 mod lifecycle;
 mod observe;
 mod output;

@@ -17,7 +17,7 @@ use crate::output;
 /// The settings file under the platform's configuration folder.
 const CONFIG_FILE: &str = "dispatch-kf/settings.yaml";
 /// The backend's name when no settings file names one.
-const DEFAULT_NAME: &str = "kubeflow";
+pub(crate) const DEFAULT_NAME: &str = "kubeflow";
 /// The runtime when neither a settings file nor `--runtime` names one: the Trainer's
 /// stock PyTorch runtime.
 const DEFAULT_RUNTIME: &str = "ClusterTrainingRuntime/torch-distributed";

@@ -17,6 +17,8 @@ pub(crate) struct Layout {
     pub(crate) width: Option<usize>,
     /// Whether to colour STATE with ANSI escapes.
     pub(crate) colour: bool,
+    /// Whether a NAMESPACE column comes first, as `kubectl get -A` prints it.
+    pub(crate) namespaces: bool,
 }
 
 impl Layout {
@@ -28,6 +30,7 @@ impl Layout {
         Layout {
             width: (!wide).then(terminal_width),
             colour: colour(terminal, std::env::var_os("NO_COLOR").as_deref()),
+            namespaces: false,
         }
     }
 }
@@ -58,6 +61,9 @@ pub(crate) fn provenance_name(provenance: Option<Provenance>) -> &'static str {
 /// The column headers.
 const HEADERS: [&str; 10] =
     ["KIND", "NAME", "SUB", "STATE", "CAUSE", "PROVENANCE", "EXEC", "FLAGS", "AGE", "DETAIL"];
+
+/// The header of the column `-A` adds first.
+const NAMESPACE_HEADER: &str = "NAMESPACE";
 
 /// The width used when the terminal's is unknown.
 const DEFAULT_WIDTH: usize = 120;
@@ -130,9 +136,17 @@ pub(crate) fn render_in(
     let mut out = String::new();
     let header = HEADERS.map(str::to_owned);
     let lines = std::iter::once((&header, None)).chain(rows.iter().zip(colours));
-    for (r, colour) in lines {
+    let namespaces: Vec<&str> = std::iter::once(NAMESPACE_HEADER)
+        .chain(observations.iter().map(|o| o.object.namespace.as_str()))
+        .collect();
+    let namespace_width = namespaces.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    for ((r, colour), namespace) in lines.zip(namespaces) {
         let mut line = String::new();
         let mut visible = 0;
+        if layout.namespaces {
+            line.push_str(&format!("{namespace:<namespace_width$}  "));
+            visible += namespace_width + 2;
+        }
         for (i, cell) in r.iter().enumerate().take(9) {
             let pad = " ".repeat(widths[i] - cell.chars().count() + 2);
             match colour.filter(|_| i == 3) {
@@ -244,18 +258,19 @@ mod tests {
         let detail = "pod dj-x-s1-node-0-1-2e83e: node exited 137: OOMKilled; ".repeat(4);
         let obs = [observation(&detail)];
         for width in [130, 140, 160] {
-            let layout = Layout { width: Some(width), colour: false };
+            let layout = Layout { width: Some(width), colour: false, namespaces: false };
             let text = render(&obs, now, layout);
             for line in text.lines() {
                 assert!(line.chars().count() <= width, "{width}: {line}");
             }
             assert!(text.lines().nth(1).unwrap().ends_with("..."), "{text}");
         }
-        let narrow = render(&obs, now, Layout { width: Some(10), colour: false });
+        let narrow =
+            render(&obs, now, Layout { width: Some(10), colour: false, namespaces: false });
         let row = narrow.lines().nth(1).unwrap();
         assert!(row.ends_with("..."), "{narrow}");
         assert_eq!(row.split("  ").last().unwrap().chars().count(), MIN_DETAIL, "{narrow}");
-        let wide = render(&obs, now, Layout { width: None, colour: false });
+        let wide = render(&obs, now, Layout { width: None, colour: false, namespaces: false });
         assert!(wide.lines().nth(1).unwrap().ends_with(detail.trim_end()), "{wide}");
     }
 
@@ -263,11 +278,28 @@ mod tests {
     fn colour_marks_only_the_state_and_keeps_columns_aligned() {
         let now: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
         let obs = [observation("d")];
-        let plain = render(&obs, now, Layout { width: None, colour: false });
-        let coloured = render(&obs, now, Layout { width: None, colour: true });
+        let plain = render(&obs, now, Layout { width: None, colour: false, namespaces: false });
+        let coloured = render(&obs, now, Layout { width: None, colour: true, namespaces: false });
         assert!(!plain.contains('\x1b'));
         assert!(coloured.contains("\x1b[31mended\x1b[0m"), "{coloured}");
         assert_eq!(coloured.replace("\x1b[31m", "").replace("\x1b[0m", ""), plain);
+    }
+
+    #[test]
+    fn every_namespace_puts_a_namespace_column_first_and_still_fits_the_width() {
+        let now: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let mut other = observation(&"long detail ".repeat(20));
+        other.object.namespace = "team-a-long-name".to_owned();
+        let obs = [observation("d"), other];
+        let layout = Layout { width: Some(140), colour: false, namespaces: true };
+        let text = render(&obs, now, layout);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("NAMESPACE         KIND "), "{text}");
+        assert!(lines[1].starts_with("training          TrainJob "), "{text}");
+        assert!(lines[2].starts_with("team-a-long-name  TrainJob "), "{text}");
+        assert!(lines.iter().all(|l| l.chars().count() <= 140), "{text}");
+        let without = render(&obs, now, Layout { namespaces: false, ..layout });
+        assert!(without.starts_with("KIND "), "{without}");
     }
 
     #[test]
@@ -287,7 +319,7 @@ mod tests {
     #[test]
     fn watch_columns_stand_still_whatever_the_row() {
         let now: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
-        let layout = Layout { width: None, colour: false };
+        let layout = Layout { width: None, colour: false, namespaces: false };
         let mut columns = Columns::still();
         let still = columns.clone();
         let first = observation("first");

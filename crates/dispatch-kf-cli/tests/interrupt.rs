@@ -12,9 +12,7 @@ const JOB: &str = "01JDQ4V8Z6K3M0B7X2N5R9T1CE";
 #[test]
 fn ctrl_c_during_watch_ends_with_130_and_no_error_text() {
     let served = common::Served::start("interrupt-watch");
-    let request = served.request(JOB, 1);
-    let started = served.command("start").args(["--request", &request]).output().unwrap();
-    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+    served.start_job(JOB);
 
     let mut watch = served
         .command("watch")

@@ -73,9 +73,7 @@ fn watch_of_a_quiet_job_ends_with_status_0_once_its_reader_is_gone() {
     // nothing, so it cannot learn from a write that its reader has gone.
     const JOB: &str = "01JDQ4V8Z6K3M0B7X2N5R9T1CE";
     let served = common::Served::start("pipe-quiet-watch");
-    let request = served.request(JOB, 1);
-    let started = served.command("start").args(["--request", &request]).output().unwrap();
-    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+    served.start_job(JOB);
     let mut watch = served.command("watch");
     watch.args(["-o", "json", JOB]);
     assert_quiet_success(&run_into_closed_pipe(watch, 1));

@@ -65,6 +65,7 @@ mod probe;
 pub mod resources;
 mod snapshot;
 mod streams;
+mod survey;
 mod transport;
 mod watch;
 
@@ -76,5 +77,6 @@ pub use objects::{CONFLICT_TRIES, Created, Deleted, LIST_RESTARTS, Objects};
 pub use probe::Permission;
 pub use resources::Resource;
 pub use snapshot::{JobQuery, Known, KnownNames};
+pub use survey::Scope;
 pub use transport::redacted;
 pub use watch::{Change, Changes, DEAD_WATCHES};

@@ -69,6 +69,12 @@ impl Cluster {
         let namespace = resource.namespaced.then(|| namespace.to_owned());
         Objects { cluster: self, resource, namespace }
     }
+
+    /// Requests on `resource` in every namespace (the same as [`Cluster::objects`] for
+    /// a cluster-scoped kind).
+    pub fn objects_everywhere(&self, resource: Resource) -> Objects<'_> {
+        Objects { cluster: self, resource, namespace: None }
+    }
 }
 
 impl Objects<'_> {
@@ -122,12 +128,17 @@ impl Objects<'_> {
         absent_as_none(self.get(cx, name).await)
     }
 
-    /// Gets what classification reads of one object, or `None` when there is none.
-    pub async fn get_view(&self, cx: &CallContext, name: &str) -> Result<Option<View>> {
+    /// Gets what classification reads of one object; a missing one is `NotFound`.
+    pub async fn get_view(&self, cx: &CallContext, name: &str) -> Result<View> {
         let what = self.what("get", name);
         let build = |r: &Request| r.get(name, &GetParams::default());
         let got = self.send(cx, RequestClass::Read, &what, build, answer::read_object).await;
-        absent_as_none(got.map_err(|f| f.error))
+        got.map_err(|f| f.error)
+    }
+
+    /// Gets what classification reads of one object, or `None` when there is none.
+    pub async fn get_view_opt(&self, cx: &CallContext, name: &str) -> Result<Option<View>> {
+        absent_as_none(self.get_view(cx, name).await)
     }
 
     /// Lists what classification reads of the objects matching `selector` (empty:

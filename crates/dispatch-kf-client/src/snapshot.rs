@@ -16,7 +16,7 @@
 use std::collections::BTreeSet;
 
 use dispatch_core::{CallContext, JobId, Result};
-use dispatch_kf_model::view::View;
+use dispatch_kf_model::view::{Pod, View};
 use dispatch_kf_model::{Mode, Snapshot, keys, names};
 
 use crate::cluster::Cluster;
@@ -130,10 +130,8 @@ impl Cluster {
                 snapshot.push(pod);
             }
         }
-        let node_names: BTreeSet<String> =
-            snapshot.pods.iter().filter_map(|p| p.node_name.get()).map(str::to_owned).collect();
         if query.nodes_readable {
-            for node in self.nodes(cx, &node_names).await? {
+            for node in self.nodes_of(cx, &snapshot.pods).await? {
                 snapshot.push(node);
             }
         }
@@ -160,10 +158,12 @@ impl Cluster {
         Ok(self.objects(resource, namespace).list(cx, &selector).await?.items)
     }
 
-    /// Each named Node, read concurrently; a Node that is gone is left out.
-    async fn nodes(&self, cx: &CallContext, names: &BTreeSet<String>) -> Result<Vec<View>> {
+    /// The Node of each of `pods`, each read once, concurrently; a Node that is gone is
+    /// left out.
+    pub(crate) async fn nodes_of(&self, cx: &CallContext, pods: &[Pod]) -> Result<Vec<View>> {
+        let names: BTreeSet<&str> = pods.iter().filter_map(|p| p.node_name.get()).collect();
         let nodes = self.objects(NODE, "");
-        let reads = names.iter().map(|name| nodes.get_view(cx, name));
+        let reads = names.into_iter().map(|name| nodes.get_view_opt(cx, name));
         let found = futures::future::try_join_all(reads).await?;
         Ok(found.into_iter().flatten().collect())
     }
@@ -195,7 +195,7 @@ impl Objects<'_> {
     ) -> Result<Vec<View>> {
         let have: BTreeSet<&str> = have.iter().map(|o| o.meta().name()).collect();
         let reads =
-            names.iter().filter(|n| !have.contains(n.as_str())).map(|n| self.get_view(cx, n));
+            names.iter().filter(|n| !have.contains(n.as_str())).map(|n| self.get_view_opt(cx, n));
         let found = futures::future::try_join_all(reads).await?;
         Ok(found.into_iter().flatten().collect())
     }
@@ -212,7 +212,7 @@ impl Objects<'_> {
         let have: BTreeSet<String> = found.iter().map(|o| o.meta().name().to_owned()).collect();
         for name in known.iter().filter(|n| !have.contains(*n)) {
             // Deleted since the index saw it: it is simply gone.
-            found.extend(self.get_view(cx, name).await?);
+            found.extend(self.get_view_opt(cx, name).await?);
         }
         Ok(found)
     }

@@ -143,10 +143,11 @@ pub const PROLOGUE_NAME: &str = "dispatch-prologue";
 /// The preflight probe's image: a reference no registry serves.
 pub const PROBE_IMAGE: &str = "dispatch.invalid/never:probe";
 
-/// The label and annotation keys the model reads (classification, and the ranks of an
-/// execution in `ranks`): the dump reader keeps no others
-/// (`lenient::StrMap`), so an object's other labels cost nothing.
-pub const READ_BY_CLASSIFICATION: [&str; 10] = [
+/// The label and annotation keys the model reads (classification, the ranks of an
+/// execution in `ranks`, and the mode of a TrainJob read without settings in
+/// `Mode::of_train_job`): the dump reader keeps no others (`lenient::StrMap`), so an
+/// object's other labels cost nothing.
+pub const READ_BY_CLASSIFICATION: [&str; 11] = [
     LABEL_JOB_ID,
     LABEL_SUBMISSION,
     JOBSET_NAME,
@@ -157,4 +158,5 @@ pub const READ_BY_CLASSIFICATION: [&str; 10] = [
     ANN_ADMISSION,
     ANN_HOLD_INSTANCE,
     KUEUE_ADMISSION_GATED_BY,
+    KUEUE_QUEUE_NAME,
 ];

@@ -92,7 +92,7 @@ pub mod object;
 pub mod snapshot;
 pub mod view;
 
-pub use classify::{ClassifyOptions, classify};
+pub use classify::{ClassifyOptions, classify, classify_train_jobs};
 pub use mode::Mode;
 pub use snapshot::Snapshot;
 pub mod prologue;

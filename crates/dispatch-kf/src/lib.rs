@@ -12,6 +12,8 @@
 //! - Open, Hold, Release: `holds.rs`.
 //! - Watch and the deleted pods' evidence it keeps: `watch.rs`, `evidence.rs`.
 //! - Output and Ceased: `output.rs`.
+//! - [`explain()`]: any TrainJob's observation, dispatch's or not, without settings or a
+//!   Backend (`explain.rs`).
 //!
 //! # A job on the simulated cluster
 //!
@@ -77,6 +79,7 @@ pub struct ReadmeDoctests;
 mod coalesce;
 mod edge;
 mod evidence;
+mod explain;
 mod factory;
 mod find;
 mod holds;
@@ -101,6 +104,8 @@ use dispatch_kf_client::Cluster;
 use dispatch_kf_model::Settings;
 use dispatch_kf_model::capabilities::{self, Writability};
 
+pub use dispatch_kf_client::Scope;
+pub use explain::{Explain, ModeChoice, explain};
 pub use factory::Preflight;
 use inflight::InFlightMarks;
 

@@ -88,7 +88,7 @@ impl Inner {
         let nodes = self.cluster.objects(NODE, "");
         let mut states = Vec::new();
         for name in node_names {
-            let node = match nodes.get_view(cx, &name).await {
+            let node = match nodes.get_view_opt(cx, &name).await {
                 Ok(node) => node,
                 Err(e) if e.is(Kind::Unauthorized) => return Err(unsupported().with_source(e)),
                 Err(e) => return Err(e),

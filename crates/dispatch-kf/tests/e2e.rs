@@ -416,3 +416,68 @@ async fn a_lost_node_is_node_lost_and_ceased_only_once_out_of_service() {
     w.stop_leaves_nothing(&job).await;
     w.target.remove_node(w.kube(), LOST_NODE).await;
 }
+
+/// A TrainJob a Kubeflow user made, not dispatch, is explained like dispatch's own:
+/// running, flagged foreign, and among the namespace's; once deleted it is not found.
+#[tokio::test]
+async fn a_train_job_made_by_hand_is_explained_running_and_foreign() {
+    use dispatch_kf::{Explain, ModeChoice, Scope, explain};
+    use kube::api::{DeleteParams, PostParams};
+    const NAME: &str = "dispatch-e2e-by-hand";
+    let w = World::new().await;
+    let train_jobs = w.objects(Kind::TrainJob);
+    let cluster = dispatch_kf_client::Cluster::from_kube_config(
+        w.target.config().await,
+        std::time::Duration::from_secs(30),
+    )
+    .unwrap();
+    let named = Explain {
+        scope: Scope::Named { namespace: suite::NAMESPACE, name: NAME },
+        mode: ModeChoice::Auto,
+        backend: "kubeflow-e2e",
+    };
+    let gone = async || match explain(&cluster, &cx(), named).await {
+        Err(e) if e.is(Sentinel::NotFound) => Ok(()),
+        other => Err(format!("{other:#?}")),
+    };
+    // A leftover of an interrupted earlier run goes first.
+    let _ = train_jobs.delete(NAME, &DeleteParams::background()).await;
+    w.target.until("no TrainJob left by an earlier run", gone).await;
+
+    let by_hand = json!({
+        "apiVersion": keys::TRAINER_API_VERSION, "kind": "TrainJob",
+        "metadata": {"name": NAME, "namespace": suite::NAMESPACE},
+        "spec": {"runtimeRef": {"apiGroup": keys::TRAINER_GROUP, "kind": keys::KIND_TRAINING_RUNTIME,
+                                "name": suite::Runtime::Plain.name()},
+                 "trainer": {"numNodes": 1, "command": Program::Sleep.command()}},
+    });
+    let by_hand = serde_json::from_value(by_hand).unwrap();
+    train_jobs.create(&PostParams::default(), &by_hand).await.expect("the TrainJob by hand");
+    let running = w
+        .target
+        .until("the TrainJob made by hand running", async || {
+            let obs = explain(&cluster, &cx(), named).await.map_err(|e| e.to_string())?;
+            match obs.as_slice() {
+                [one] if one.state == ObjectState::Running => Ok(one.clone()),
+                other => Err(format!("{other:#?}")),
+            }
+        })
+        .await;
+    assert!(running.foreign, "{running:#?}");
+    assert!(running.cause.detail.contains(&format!("name {NAME} is not one dispatch makes")));
+    let namespace = Explain { scope: Scope::Namespace(suite::NAMESPACE), ..named };
+    let all = explain(&cluster, &cx(), namespace).await.unwrap();
+    assert!(all.iter().any(|o| o.object == running.object), "{all:#?}");
+
+    train_jobs.delete(NAME, &DeleteParams::background()).await.expect("delete");
+    w.target.until("the TrainJob made by hand gone", gone).await;
+    // Its pods go with it, so that no later scenario's record holds them.
+    let pods = w.objects(Kind::Pod);
+    let of_it = kube::api::ListParams::default().labels(&format!("{}={NAME}", keys::JOBSET_NAME));
+    w.target
+        .until("the pods of the TrainJob made by hand gone", async || {
+            let left = pods.list(&of_it).await.map_err(|e| e.to_string())?;
+            if left.items.is_empty() { Ok(()) } else { Err(format!("{} pods", left.items.len())) }
+        })
+        .await;
+}

@@ -108,6 +108,14 @@ impl Served {
         write_request(&self.dir, job, submission)
     }
 
+    /// Starts submission 1 of `job` with `start` (its gate closed), asserting it did.
+    #[allow(dead_code, reason = "each test binary includes this module; not all use this")]
+    pub(crate) fn start_job(&self, job: &str) {
+        let request = self.request(job, 1);
+        let started = self.command("start").args(["--request", &request]).output().unwrap();
+        assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+    }
+
     /// The command with `SUBCOMMAND --settings <this cluster's settings>`, its
     /// preflights kept in this cluster's folder.
     #[allow(dead_code, reason = "each test binary includes this module; not all use this")]

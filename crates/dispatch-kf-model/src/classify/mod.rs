@@ -28,6 +28,7 @@ use jiff::Timestamp;
 
 use crate::mode::Mode;
 use crate::snapshot::Snapshot;
+use crate::view::TrainJob;
 use facts::Facts;
 use index::Index;
 
@@ -51,14 +52,7 @@ pub fn classify<S: Str>(
     now: Timestamp,
 ) -> Vec<ObjectObs> {
     let index = Index::new(snapshot);
-    // Classified in the snapshot's order, which keeps a job's objects near each other
-    // in memory as they were read, then sorted (stable: merged copies keep their order).
-    let mut out: Vec<ObjectObs> = snapshot
-        .train_jobs
-        .iter()
-        .map(|tj| train_job(&Facts::gather(&index, options, tj), now))
-        .collect();
-    out.sort_by(|a, b| observation_order(a).cmp(&observation_order(b)));
+    let mut out = train_jobs(&index, snapshot, options, |_| options.mode, now);
     let mut orphans = orphans::find(snapshot, &index);
     orphans.sort_by(|a, b| (&a.ns, a.kind, &a.name, &a.uid).cmp(&(&b.ns, b.kind, &b.name, &b.uid)));
     out.extend(orphans.into_iter().map(|o| ObjectObs {
@@ -78,6 +72,46 @@ pub fn classify<S: Str>(
         foreign: true,
         seen_at: now,
     }));
+    out
+}
+
+/// The observation of every TrainJob of `snapshot`, each classified in the mode
+/// `mode_of` gives it (`options.mode` is not read), sorted by namespace, name and UID.
+/// No orphans: this answers for TrainJobs whoever made them (`dispatch-kf explain`),
+/// and a namespace's other JobSets and pods are not a job's.
+pub fn classify_train_jobs<S: Str>(
+    snapshot: &Snapshot<S>,
+    options: &ClassifyOptions,
+    mode_of: impl Fn(&TrainJob<S>) -> Mode,
+    now: Timestamp,
+) -> Vec<ObjectObs> {
+    train_jobs(&Index::new(snapshot), snapshot, options, mode_of, now)
+}
+
+/// The TrainJobs' observations, sorted, each in the mode `mode_of` gives it.
+fn train_jobs<S: Str>(
+    index: &Index<'_, S>,
+    snapshot: &Snapshot<S>,
+    options: &ClassifyOptions,
+    mode_of: impl Fn(&TrainJob<S>) -> Mode,
+    now: Timestamp,
+) -> Vec<ObjectObs> {
+    let in_mode = |mode| ClassifyOptions { mode, ..options.clone() };
+    let (plain, kueue) = (in_mode(Mode::Plain), in_mode(Mode::Kueue));
+    // Classified in the snapshot's order, which keeps a job's objects near each other
+    // in memory as they were read, then sorted (stable: merged copies keep their order).
+    let mut out: Vec<ObjectObs> = snapshot
+        .train_jobs
+        .iter()
+        .map(|tj| {
+            let options = match mode_of(tj) {
+                Mode::Plain => &plain,
+                Mode::Kueue => &kueue,
+            };
+            train_job(&Facts::gather(index, options, tj), now)
+        })
+        .collect();
+    out.sort_by(|a, b| observation_order(a).cmp(&observation_order(b)));
     out
 }
 

@@ -454,6 +454,12 @@ impl World {
             .items
     }
 
+    /// Requests on the suite's objects of `kind`, as a user other than dispatch sends
+    /// them.
+    pub(crate) fn objects(&self, kind: Kind) -> Api<DynamicObject> {
+        Self::api(&self.kube, kind)
+    }
+
     /// A TrainJob by name.
     pub(crate) async fn train_job(&self, name: &str) -> DynamicObject {
         Self::api(&self.kube, Kind::TrainJob).get(name).await.expect("the TrainJob")
