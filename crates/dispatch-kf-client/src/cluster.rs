@@ -95,8 +95,8 @@ pub struct Cluster {
 /// How long the apiserver is asked to keep one watch connection open
 /// (`timeoutSeconds`). Short, because over HTTP/1.1 nothing but silence tells a
 /// connection a proxy or load balancer dropped without a word from a quiet one: the
-/// apiserver ends a quiet watch at this timeout, so a connection silent past it and
-/// [`SILENCE_MARGIN`] is given up and the watch resumes from the last resource version
+/// apiserver ends a quiet watch at this timeout, so a connection silent past it and a
+/// margin ([`Cluster::watch_silence`]) is given up and the watch resumes from the last resource version
 /// it saw, within a minute of going silent. A new connection each 40 s per watched
 /// kind is the price; kube-runtime's default (290 s) took five minutes to notice, and
 /// client-go, which pings over HTTP/2 instead, about 45 s.
@@ -154,8 +154,8 @@ impl Cluster {
     }
 
     /// How long one watch connection is asked to stay open (`timeoutSeconds`, at most
-    /// [`WATCH_TIMEOUT`]); it is given up when silent past this and
-    /// [`SILENCE_MARGIN`] (or the request timeout, when shorter).
+    /// [`WATCH_TIMEOUT`]); it is given up when silent past this and a margin
+    /// ([`Cluster::watch_silence`]).
     pub fn watch_timeout(&self) -> Duration {
         self.watch_timeout
     }
