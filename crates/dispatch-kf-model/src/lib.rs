@@ -84,7 +84,6 @@ pub mod gates;
 pub mod json;
 pub mod keys;
 pub mod kueue;
-pub mod last_setters;
 pub mod lenient;
 pub mod mode;
 pub mod names;

@@ -7,8 +7,11 @@
 
 use serde::Deserialize;
 
-use crate::last_setters::LastSetters;
 use crate::lenient::{Flag, FromJson, Int, List, Obj, Present, Str, StrMap, Text, unique};
+
+mod last_setters;
+
+pub use last_setters::LastSetters;
 
 /// One object of any kind, as read from a dump.
 #[derive(Clone, Debug, Default, Deserialize)]

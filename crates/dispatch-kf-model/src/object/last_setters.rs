@@ -13,8 +13,8 @@ use std::marker::PhantomData;
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use super::{ManagedFields, SpecField};
 use crate::lenient::{FromJson, Obj, Str, Text, absent_for};
-use crate::object::{ManagedFields, SpecField};
 
 /// The manager of the latest managedFields entry owning `spec.suspend`, and of the one
 /// owning `spec.active`.
