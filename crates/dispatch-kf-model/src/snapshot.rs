@@ -25,6 +25,10 @@ pub struct Snapshot<S = String> {
     pub nodes: Vec<Node<S>>,
     /// Runtime copies (namespaced TrainingRuntimes).
     pub runtimes: Vec<RuntimeCopy<S>>,
+    /// When the watch that captured pods lost its place (a 410) and listed anew, the
+    /// last time it did: pods deleted before then may be missing from
+    /// [`Snapshot::captured_pods`]. `None` when the capture has no known gap.
+    pub evidence_gap: Option<jiff::Timestamp>,
 }
 
 impl<S> Default for Snapshot<S> {
@@ -37,6 +41,7 @@ impl<S> Default for Snapshot<S> {
             captured_pods: Vec::new(),
             nodes: Vec::new(),
             runtimes: Vec::new(),
+            evidence_gap: None,
         }
     }
 }
@@ -74,5 +79,6 @@ impl<S: Str> Snapshot<S> {
         append(&mut self.captured_pods, other.captured_pods);
         append(&mut self.nodes, other.nodes);
         append(&mut self.runtimes, other.runtimes);
+        self.evidence_gap = self.evidence_gap.max(other.evidence_gap);
     }
 }

@@ -120,3 +120,32 @@ fn sorted(
     out.sort_by_key(|tj| (tj.meta.namespace(), tj.meta.name(), tj.meta.uid()));
     out
 }
+
+/// A capture of deleted pods with a gap (its watch lost its place and listed anew) is
+/// said on an observation the missing pods could change, an ended one or one of
+/// unknown cause, and on no other.
+#[test]
+fn a_gap_in_the_captured_pods_is_said_where_it_could_change_the_answer() {
+    let read = |file: &str| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/dumps")
+            .join(file);
+        dump::read(file, &std::fs::read(path).unwrap()).unwrap()
+    };
+    let now = NOW.parse::<Timestamp>().unwrap();
+    let gap: Timestamp = "2026-11-29T11:00:00Z".parse().unwrap();
+    let note = "pods deleted before 2026-11-29T11:00:00Z may be missing from the evidence: \
+                the watch of pods lost its place then and listed anew";
+    for (file, said) in
+        [("cluster-current-node-lost.json", true), ("running-restart-j1.json", false)]
+    {
+        let mut snapshot = read(file);
+        let options = options_for(file, &snapshot);
+        let without = classify(&snapshot, &options, now);
+        assert!(without.iter().all(|o| !o.cause.detail.contains("may be missing")), "{file}");
+        snapshot.evidence_gap = Some(gap);
+        let with = classify(&snapshot, &options, now);
+        assert_eq!(with[0].cause.detail.contains(note), said, "{file}: {}", with[0].cause.detail);
+        assert_eq!((with[0].state, with[0].cause.kind), (without[0].state, without[0].cause.kind));
+    }
+}

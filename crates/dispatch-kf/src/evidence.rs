@@ -27,6 +27,9 @@ struct State {
     pods: HashMap<JobId, HashMap<String, VecDeque<Pod>>>,
     /// How many Watches of each job are open.
     watches: HashMap<JobId, usize>,
+    /// When the watch of pods last lost its place while a Watch of the job was open:
+    /// pods deleted before then may be missing.
+    gaps: HashMap<JobId, jiff::Timestamp>,
 }
 
 /// One open Watch of a job: while any is open, the job's evidence is kept whole.
@@ -77,6 +80,17 @@ impl Evidence {
         }
     }
 
+    /// The watch of pods lost its place and listed anew at `at`, while a Watch of `job`
+    /// was open: its deleted pods of before then may be missing.
+    pub(crate) fn mark_gap(&self, job: &JobId, at: jiff::Timestamp) {
+        self.lock().gaps.insert(job.clone(), at);
+    }
+
+    /// When `job`'s evidence last had a gap, if it did.
+    pub(crate) fn gap_of(&self, job: &JobId) -> Option<jiff::Timestamp> {
+        self.lock().gaps.get(job).copied()
+    }
+
     /// Every captured pod of `job`, oldest first per TrainJob.
     pub(crate) fn of_job(&self, job: &JobId) -> Vec<Pod> {
         let state = self.lock();
@@ -91,6 +105,9 @@ impl Evidence {
         let mut state = self.lock();
         if state.watches.contains_key(job) {
             return;
+        }
+        if read.train_jobs.is_empty() {
+            state.gaps.remove(job);
         }
         let Some(kept) = state.pods.get_mut(job) else { return };
         kept.retain(|name, _| read.train_jobs.iter().any(|t| t.meta.name() == name));

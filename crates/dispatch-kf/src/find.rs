@@ -45,6 +45,7 @@ impl Inner {
         let mut snapshot = cluster.read_job(cx, query).await?;
         self.evidence.forget_gone(job, &snapshot);
         snapshot.captured_pods.extend(self.evidence.of_job(job));
+        snapshot.evidence_gap = self.evidence.gap_of(job);
         Ok(snapshot)
     }
 

@@ -407,9 +407,16 @@ impl State {
                 kind.index = index;
                 kind.phase = Phase::Live;
                 if relisted {
-                    // Changes were missed: every Watch looks again.
-                    for sub in self.subscribers.values().flatten() {
-                        sub.inbox.put(Routed::Touched);
+                    // Changes were missed: every Watch looks again, and pods deleted
+                    // meanwhile left no last state.
+                    let at = edge::now();
+                    for (job, subs) in &self.subscribers {
+                        if resource.kind == POD.kind {
+                            evidence.mark_gap(job, at);
+                        }
+                        for sub in subs {
+                            sub.inbox.put(Routed::Touched);
+                        }
                     }
                 }
                 !relisted

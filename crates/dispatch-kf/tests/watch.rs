@@ -211,3 +211,41 @@ async fn a_shared_watch_that_fails_ends_every_watch_and_the_next_starts_it_anew(
     let mut again = b.watch(&cx(), &job(1)).await.unwrap();
     assert_eq!(next_obs(&mut again).await.object.uid, object.uid);
 }
+
+/// A watch of pods that loses its place (a 410 on resuming) lists anew; pods deleted
+/// in between left no last state, so the observations the missing pods could change
+/// say so. On the real clock, as the test above: the re-list travels real connections.
+#[tokio::test]
+async fn a_relist_of_pods_while_watched_is_said_as_a_gap_in_the_evidence() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    next_obs(&mut stream).await;
+    sim.add_fault(dispatch_kf_sim::Fault {
+        verb: Some("watch".into()),
+        resource: Some("pods".into()),
+        name: None,
+        nth: 1,
+        times: Some(1),
+        action: dispatch_kf_sim::FaultAction::ExpireWatch,
+    });
+    sim.close_watches();
+    for pod in sim.list("pods", NS) {
+        sim.exit(NS, pod["metadata"]["name"].as_str().unwrap(), 1);
+    }
+    sim.settle();
+    let mut seen = None;
+    for _ in 0..100 {
+        let obs = b.inspect(&cx(), &object).await.unwrap();
+        if obs.state == ObjectState::Ended && obs.cause.detail.contains("may be missing") {
+            seen = Some(obs);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let obs = seen.expect("the ended job says its evidence may have a gap");
+    assert!(obs.cause.detail.contains("the watch of pods lost its place"), "{}", obs.cause.detail);
+}

@@ -38,6 +38,8 @@ pub(crate) struct Facts<'a, S> {
     pub(crate) hold_instance: Option<u64>,
     /// Nodes by name, each with what makes it lost for its pods, if anything.
     pub(crate) nodes: &'a Map<&'a str, Option<NodeLoss<'a, S>>>,
+    /// When the capture of deleted pods last lost its place, if it did.
+    pub(crate) evidence_gap: Option<jiff::Timestamp>,
 }
 
 impl<'a, S: Str> Facts<'a, S> {
@@ -78,6 +80,7 @@ impl<'a, S: Str> Facts<'a, S> {
             hold_text,
             hold_instance,
             nodes: &index.nodes,
+            evidence_gap: index.evidence_gap,
         }
     }
 

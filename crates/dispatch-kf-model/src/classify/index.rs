@@ -119,6 +119,8 @@ pub(crate) struct Index<'a, S> {
     train_jobs: ByNs<'a, Vec<&'a TrainJob<S>>>,
     /// Nodes by name, each with what makes it lost for its pods, if anything.
     pub(crate) nodes: Map<&'a str, Option<NodeLoss<'a, S>>>,
+    /// The snapshot's [`Snapshot::evidence_gap`].
+    pub(crate) evidence_gap: Option<jiff::Timestamp>,
 }
 
 impl<'a, S: Str> Index<'a, S> {
@@ -163,7 +165,8 @@ impl<'a, S: Str> Index<'a, S> {
             train_jobs.entry((tj.meta.namespace(), tj.meta.name())).or_default().push(tj);
         }
         let nodes = snapshot.nodes.iter().map(|n| (n.meta.name(), node_loss(n))).collect();
-        Index { pods, by_jobset, by_job, job_sets, workloads, train_jobs, nodes }
+        let evidence_gap = snapshot.evidence_gap;
+        Index { pods, by_jobset, by_job, job_sets, workloads, train_jobs, nodes, evidence_gap }
     }
 
     /// The pods of a JobSet name, and those labelled with a job-id and submission,

@@ -11,7 +11,7 @@
 use crate::lenient::Str;
 use std::collections::BTreeMap;
 
-use dispatch_core::ObjectState;
+use dispatch_core::{CauseKind, ObjectState};
 
 use super::execution::order_key;
 use super::facts::Facts;
@@ -105,7 +105,19 @@ pub(crate) fn notes<S: Str>(f: &Facts<'_, S>, outcome: &Outcome, gated: bool) ->
             .collect();
         per_pod_notes(unschedulable, &mut out);
     }
+    if let Some(at) = f.evidence_gap.filter(|_| evidence_matters(outcome)) {
+        out.push(format!(
+            "pods deleted before {at} may be missing from the evidence: the watch of pods \
+             lost its place then and listed anew"
+        ));
+    }
     out
+}
+
+/// Whether what deleted pods left could change the answer: the object ended, or its
+/// cause is unknown.
+fn evidence_matters(outcome: &Outcome) -> bool {
+    outcome.state == ObjectState::Ended || outcome.cause.kind == CauseKind::Unknown
 }
 
 /// Kueue mode: the Workload of a TrainJob dispatch made is admitted and lists no
