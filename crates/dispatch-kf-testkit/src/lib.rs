@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use dispatch_core::{CallContext, JobId, StartRequest};
+use dispatch_core::{Backend, CallContext, JobId, ObjectRef, StartRequest};
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_client::Cluster;
 use dispatch_kf_model::Settings;
@@ -110,6 +110,14 @@ impl World {
 /// Factory, as admin, with `settings`.
 pub async fn backend(sim: &Sim, settings: Settings) -> KubeflowBackend {
     KubeflowBackend::with_cluster(settings, connect(sim, "admin").await, &cx()).await.unwrap()
+}
+
+/// Starts submission 1 of job `n` on `b`, opens it and settles `sim`: the job runs.
+pub async fn running_job(sim: &Sim, b: &KubeflowBackend, n: u32) -> ObjectRef {
+    let object = b.start(&cx(), &request(&job(n), 1)).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    object
 }
 
 /// A context without deadline.

@@ -60,9 +60,7 @@ fn job_scoped(r: &RequestRecord, job: &JobId) -> bool {
 async fn a_cold_backends_find_reads_only_the_jobs_objects_however_crowded_the_namespace() {
     let sim = cluster().await;
     let writer = backend(&sim, settings(json!({}))).await;
-    let object = writer.start(&cx(), &request(&job(1), 1)).await.unwrap();
-    writer.open(&hold_cx(), &object).await.unwrap();
-    sim.settle();
+    running_job(&sim, &writer, 1).await;
 
     let alone = cold_find_requests(&sim, &job(1)).await;
     others(&sim, 300);

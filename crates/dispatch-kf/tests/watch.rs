@@ -115,9 +115,7 @@ async fn a_failed_find_ends_the_watch_saying_why() {
 async fn pods_deleted_while_watched_stay_evidence() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;
-    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
-    b.open(&hold_cx(), &object).await.unwrap();
-    sim.settle();
+    let object = running_job(&sim, &b, 1).await;
     let running = b.inspect(&cx(), &object).await.unwrap();
     let execution = running.execution.expect("the pods count towards an execution");
 
@@ -219,9 +217,7 @@ async fn a_shared_watch_that_fails_ends_every_watch_and_the_next_starts_it_anew(
 async fn a_relist_of_pods_while_watched_is_said_as_a_gap_in_the_evidence() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;
-    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
-    b.open(&hold_cx(), &object).await.unwrap();
-    sim.settle();
+    let object = running_job(&sim, &b, 1).await;
     let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
     next_obs(&mut stream).await;
     sim.add_fault(dispatch_kf_sim::Fault {
