@@ -13,13 +13,11 @@ mod common;
 
 use std::process::Command;
 
+use dispatch_kf_model::kueue::KUEUE_DOES_NOT_GATE;
 use dispatch_kf_model::served::TRAINER_WITHOUT_RUNTIME_PATCHES;
 use serde_json::{Value, json};
 
 const JOB: &str = "01JDQ4V8Z6K3M0B7X2N5R9T1CE";
-
-/// The words a Kueue that does not gate admission is refused with.
-const KUEUE_DOES_NOT_GATE: &str = "Kueue does not gate admission: it made Workload ";
 
 /// Kueue-mode settings for the queue `cluster up --kueue` and `sim serve --kueue` make.
 fn kueue_mode() -> Value {
@@ -55,7 +53,8 @@ fn kueue_without_admission_gated_by_is_refused_by_preflight_and_start_in_one_lin
     let flags = ["--kueue", "--gate", "--kueue-without-admission-gated-by"];
     let served = common::Served::start_with("refusal-kueue", &flags, kueue_mode());
     let request = served.request(JOB, 1);
-    assert_refused(|s| served.command(s), &request, KUEUE_DOES_NOT_GATE);
+    let words = format!("{KUEUE_DOES_NOT_GATE}: it made Workload ");
+    assert_refused(|s| served.command(s), &request, &words);
     assert_eq!(served.kubectl(&["get", "trainjobs", "-o", "name"], None).unwrap(), "");
 }
 

@@ -120,6 +120,10 @@ pub fn lease_is_fresh(lease: &Value, now: Timestamp) -> Result<(), String> {
     Ok(())
 }
 
+/// How the refusal of a Kueue that does not gate admission begins
+/// ([`NotReady::KueueDoesNotGate`]).
+pub const KUEUE_DOES_NOT_GATE: &str = "Kueue does not gate admission";
+
 /// Why a new TrainJob's Workload is not ready for Start.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NotReady {
@@ -142,8 +146,8 @@ pub fn workload_ready(workload: &Value, check: &str) -> Result<(), NotReady> {
     let gated_by = annotation(workload, keys::KUEUE_ADMISSION_GATED_BY).unwrap_or("");
     if !gated_by.split(',').any(|g| g.trim() == keys::START_GATE) {
         return Err(NotReady::KueueDoesNotGate(format!(
-            "Kueue does not gate admission: it made Workload {name} without the start gate {} \
-             in {} (Kueue v0.17 and v0.18 need the AdmissionGatedBy feature gate; it is on by \
+            "{KUEUE_DOES_NOT_GATE}: it made Workload {name} without the start gate {} in {} \
+             (Kueue v0.17 and v0.18 need the AdmissionGatedBy feature gate; it is on by \
              default from v0.19; docs/compatibility.md)",
             keys::START_GATE,
             keys::KUEUE_ADMISSION_GATED_BY

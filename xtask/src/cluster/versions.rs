@@ -202,7 +202,7 @@ pub(crate) const STACKS: [Stack; 5] = [
         support: Support::Refused(Refusal {
             why: "Trainer v2.1's TrainJob has no spec.runtimePatches, which the adapter writes its gate and holds into",
             kueue_only: false,
-            words: "the cluster's Trainer has no TrainJob spec.runtimePatches (Trainer v2.1 or older)",
+            words: dispatch_kf_model::served::TRAINER_WITHOUT_RUNTIME_PATCHES,
         }),
         kubernetes: "v1.34.4",
         etcd: ETCD,
@@ -221,7 +221,7 @@ pub(crate) const STACKS: [Stack; 5] = [
         support: Support::Refused(Refusal {
             why: "Kueue v0.17 and v0.18 honour kueue.x-k8s.io/admission-gated-by only with the AdmissionGatedBy feature gate",
             kueue_only: true,
-            words: "Kueue does not gate admission",
+            words: dispatch_kf_model::kueue::KUEUE_DOES_NOT_GATE,
         }),
         kueue_feature_gates: &[],
         ..OLDEST
