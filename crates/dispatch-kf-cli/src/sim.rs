@@ -90,7 +90,7 @@ impl ServeArgs {
             false => None,
         };
         let sim = Arc::new(sim);
-        let clock = tokio::spawn(tick(sim.clone()));
+        let clock = sim.follow_wall_clock();
         let console = tokio::spawn(read_console(sim.clone()));
         let stopped = tokio::signal::ctrl_c().await;
         clock.abort();
@@ -146,25 +146,6 @@ pub(crate) async fn start_gate(sim: &Sim) -> Result<dispatch_kf_gate::Running> {
     options.clock = Arc::new(sim.clock());
     options.retry_period = std::time::Duration::from_millis(200);
     Ok(dispatch_kf_gate::spawn(client, options))
-}
-
-/// The virtual clock follows the wall clock, a second at a time, and every running pod
-/// of a TrainJob writes a line to its log, so `logs -f` has something to follow.
-async fn tick(sim: Arc<Sim>) {
-    let mut second = tokio::time::interval(std::time::Duration::from_secs(1));
-    for step in 1u64.. {
-        second.tick().await;
-        sim.advance(std::time::Duration::from_secs(1));
-        for pod in sim.list("pods", "") {
-            let text = |p: &str| pod.pointer(p).and_then(serde_json::Value::as_str).unwrap_or("");
-            if text("/status/phase") == "Running"
-                && !text("/metadata/labels/jobset.sigs.k8s.io~1jobset-name").is_empty()
-            {
-                let line = format!("step {step}: loss {:.3}\n", 4.0 / (step as f64).sqrt());
-                sim.append_log(text("/metadata/namespace"), text("/metadata/name"), &line);
-            }
-        }
-    }
 }
 
 /// Reads console commands from standard input until it closes.

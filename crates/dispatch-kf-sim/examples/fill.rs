@@ -3,7 +3,9 @@
 //! many TrainJobs, and how many create requests in flight at once, 4 by default).
 //!
 //! Each TrainJob runs on the demo's `torch-distributed` runtime with 1 or 2 nodes, so
-//! the controllers make its runtime snapshot, JobSet, Job and pods. Printed: wall time
+//! the controllers make its runtime snapshot, JobSet, Job and pods. The virtual clock
+//! follows the wall clock meanwhile, and running pods write their logs, as under
+//! `dispatch-kf sim serve`. Printed: wall time
 //! of the creates, of a final settle, of one label-selected list of pods and of one
 //! metadata list of the namespace's TrainJobs, and the store's object count.
 
@@ -26,6 +28,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let in_flight: usize =
         std::env::args().nth(2).map(|a| a.parse()).transpose()?.unwrap_or(IN_FLIGHT).max(1);
     let sim = Sim::start(SimOptions::default()).await?;
+    let _clock = sim.follow_wall_clock();
     sim.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))?;
     sim.apply(dispatch_kf_sim::torch_distributed())?;
     for i in 0..2 {

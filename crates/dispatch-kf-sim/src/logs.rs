@@ -10,7 +10,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::apierror::ApiError;
 use crate::request::ApiReq;
-use crate::resources::RESOURCES;
+use crate::resources::{RESOURCES, id};
 use crate::state::State;
 use crate::store::{Event, EventType, Key};
 
@@ -39,6 +39,33 @@ pub(crate) fn text(state: &State, req: &ApiReq) -> Result<String, ApiError> {
         return Err(ApiError::not_found(&RESOURCES[req.res], &req.name));
     }
     Ok(state.pod_logs.get(&(req.ns.clone(), req.name.clone())).cloned().unwrap_or_default())
+}
+
+/// Appends to a pod's log; its followers get the chunk.
+pub(crate) fn append(state: &mut State, ns: &str, pod: &str, text: &str) {
+    state.pod_logs.entry((ns.to_string(), pod.to_string())).or_default().push_str(text);
+    let chunk = Chunk { ns: ns.into(), pod: pod.into(), text: text.into() };
+    // No follower is fine.
+    let _ = state.log_tx.send(chunk);
+}
+
+/// What a training process prints at each step, in the log of every running pod of a
+/// TrainJob (one its JobSet made): `step N: loss X`, the loss falling as 4/sqrt(N).
+pub(crate) fn write_training_step(state: &mut State, step: u64) {
+    let line = format!("step {step}: loss {:.3}\n", 4.0 / (step as f64).sqrt());
+    let text =
+        |pod: &Value, p: &str| pod.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+    let running: Vec<(String, String)> = state
+        .store
+        .range(id("pods"), "")
+        .map(|(_, pod)| pod)
+        .filter(|pod| text(pod, "/status/phase") == "Running")
+        .filter(|pod| !text(pod, "/metadata/labels/jobset.sigs.k8s.io~1jobset-name").is_empty())
+        .map(|pod| (text(pod, "/metadata/namespace"), text(pod, "/metadata/name")))
+        .collect();
+    for (ns, pod) in running {
+        append(state, &ns, &pod, &line);
+    }
 }
 
 /// Starts a follow under the state lock, so no chunk falls between text and stream.

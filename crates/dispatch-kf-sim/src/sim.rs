@@ -293,13 +293,17 @@ impl Sim {
         controllers::settle(&mut st);
     }
 
-    /// Moves the virtual clock forward, then settles.
+    /// Moves the virtual clock forward, then settles: the controllers look again at what
+    /// they asked to see at a time now reached (a deadline, a toleration, a backoff).
     pub fn advance(&self, by: Duration) {
-        let mut st = self.shared.lock();
-        let by = SignedDuration::try_from(by).unwrap_or(SignedDuration::MAX);
-        st.now = st.now.checked_add(by).unwrap_or(st.now);
-        st.wakes.everything();
-        controllers::settle(&mut st);
+        advance(&mut self.shared.lock(), by);
+    }
+
+    /// How many objects the controllers have reconciled one at a time since the sim
+    /// started, as controller-runtime's `controller_runtime_reconcile_total` counts them
+    /// (the scheduler's and the garbage collector's work lists are not counted).
+    pub fn reconciles(&self) -> u64 {
+        self.shared.lock().wakes.reconciled
     }
 
     /// The virtual time.
@@ -360,10 +364,31 @@ impl Sim {
 
     /// Appends to a pod's log; `follow` streams receive the chunk.
     pub fn append_log(&self, ns: &str, pod: &str, text: &str) {
-        let mut st = self.shared.lock();
-        st.pod_logs.entry((ns.to_string(), pod.to_string())).or_default().push_str(text);
-        let chunk = crate::logs::Chunk { ns: ns.into(), pod: pod.into(), text: text.into() };
-        // No follower is fine.
-        let _ = st.log_tx.send(chunk);
+        crate::logs::append(&mut self.shared.lock(), ns, pod, text);
     }
+
+    /// Runs the virtual clock with the wall clock, a second at a time, until the task
+    /// is aborted or the sim dropped: each second moves the clock and settles, as
+    /// [`Sim::advance`] does, and every running pod of a TrainJob writes a line to its
+    /// log, so `logs -f` has something to follow. What `dispatch-kf sim serve` runs.
+    pub fn follow_wall_clock(&self) -> tokio::task::JoinHandle<()> {
+        let shared = Arc::downgrade(&self.shared);
+        tokio::spawn(async move {
+            let mut second = tokio::time::interval(Duration::from_secs(1));
+            for step in 1u64.. {
+                second.tick().await;
+                let Some(shared) = shared.upgrade() else { return };
+                let mut st = shared.lock();
+                advance(&mut st, Duration::from_secs(1));
+                crate::logs::write_training_step(&mut st, step);
+            }
+        })
+    }
+}
+
+/// Moves the virtual clock forward, then settles.
+fn advance(st: &mut State, by: Duration) {
+    let by = SignedDuration::try_from(by).unwrap_or(SignedDuration::MAX);
+    st.now = st.now.checked_add(by).unwrap_or(st.now);
+    controllers::settle(st);
 }

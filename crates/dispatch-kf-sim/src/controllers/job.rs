@@ -177,14 +177,12 @@ fn track(
     done
 }
 
-fn past_deadline(job: &Value, now: Timestamp) -> bool {
-    let Some(secs) = job.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_i64) else {
-        return false;
-    };
-    !suspended(job)
-        && str_at(job, "/status/startTime")
-            .parse::<Timestamp>()
-            .is_ok_and(|s| now >= s + SignedDuration::from_secs(secs))
+/// When a running Job's `activeDeadlineSeconds` runs out: none while it is suspended or
+/// not started.
+fn deadline(job: &Value) -> Option<Timestamp> {
+    let secs = job.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_i64)?;
+    let start = str_at(job, "/status/startTime").parse::<Timestamp>().ok();
+    start.filter(|_| !suspended(job)).map(|s| s + SignedDuration::from_secs(secs))
 }
 
 /// The failure `syncJob` finds: an earlier `FailureTarget`, too many failures, or the
@@ -201,7 +199,7 @@ fn failure(job: &Value, now: Timestamp) -> Option<(String, String)> {
             "Job has reached the specified backoff limit".into(),
         ));
     }
-    past_deadline(job, now).then(|| {
+    deadline(job).is_some_and(|d| now >= d).then(|| {
         ("DeadlineExceeded".into(), "Job was active longer than specified deadline".into())
     })
 }
@@ -235,6 +233,9 @@ fn reconcile(state: &mut State, key: &Key, mut job: Value) {
         let _ = track(state, &mut job, &now_pods, true);
         Some(("FailureTarget", "Failed", reason, message))
     } else {
+        if let Some(d) = deadline(&job) {
+            wake::at(state, Ctl::Job, key, d);
+        }
         n_active = manage(state, &mut job, &pods, &done, &now);
         if suspended(&job) {
             terminating += active.len() as i64;

@@ -57,11 +57,13 @@ fn reconcile(state: &mut State, key: &Key, mut pod: Value, now: &str) {
         pod.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
     if deleting(&pod) {
         // With `slow_termination`, the containers run until the grace period ends.
-        let grace_over = !state.slow_termination
-            || str_at(&pod, "/metadata/deletionTimestamp")
-                .parse::<jiff::Timestamp>()
-                .is_ok_and(|t| state.now >= t);
+        let grace_ends = str_at(&pod, "/metadata/deletionTimestamp").parse::<jiff::Timestamp>();
+        let grace_over =
+            !state.slow_termination || grace_ends.as_ref().is_ok_and(|t| state.now >= *t);
         if !grace_over && !node.is_empty() {
+            if let Ok(t) = grace_ends {
+                wake::at(state, Ctl::Kubelet, key, t);
+            }
             return;
         }
         // A running container gets SIGTERM and exits 143, which the kubelet reports

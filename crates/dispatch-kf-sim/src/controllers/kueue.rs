@@ -263,7 +263,7 @@ fn reconcile(state: &mut State, key: &Key, mut wl: Value) {
         } else {
             reset_checks(&mut wl);
         }
-    } else if !reserved && !backing_off(state, &wl) {
+    } else if !reserved && !backing_off(state, key, &wl) {
         if retry {
             reset_checks(&mut wl);
         }
@@ -406,10 +406,16 @@ fn reserve_in(wl: &mut Value, queue: Queue, now: &str) {
     }
 }
 
-/// Whether the Workload's requeue backoff has not passed yet.
-fn backing_off(state: &State, wl: &Value) -> bool {
+/// Whether the Workload's requeue backoff has not passed yet; if so, it is looked at
+/// again when it has.
+fn backing_off(state: &mut State, key: &Key, wl: &Value) -> bool {
     let at = wl.pointer("/status/requeueState/requeueAt").and_then(Value::as_str);
-    at.and_then(|t| t.parse::<jiff::Timestamp>().ok()).is_some_and(|t| t > state.now)
+    let Some(at) = at.and_then(|t| t.parse::<jiff::Timestamp>().ok()) else { return false };
+    if at <= state.now {
+        return false;
+    }
+    wake::at(state, Ctl::KueueWorkloads, key, at);
+    true
 }
 
 /// The ClusterQueue of a Workload's LocalQueue, when both exist.

@@ -67,7 +67,10 @@ fn reconcile(state: &mut State, key: &Key, mut pod: Value, now: Timestamp, now_s
         return;
     }
     let added = str_at(t, "/timeAdded").parse::<Timestamp>().unwrap_or(now);
-    if now >= added + SignedDuration::from_secs(TOLERATION) {
+    let evict_at = added + SignedDuration::from_secs(TOLERATION);
+    if now < evict_at {
+        wake::at(state, Ctl::Nodes, key, evict_at);
+    } else {
         set_condition(
             &mut pod,
             "DisruptionTarget",

@@ -145,15 +145,15 @@ fn desired(tj: &Value, rt: &Value) -> Value {
     })
 }
 
-fn deadline_passed(tj: &Value, now: Timestamp) -> bool {
-    let Some(secs) = tj.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_i64) else {
-        return false;
-    };
+/// When the TrainJob's `activeDeadlineSeconds` runs out, counted from its last resume
+/// or else its creation.
+fn deadline(tj: &Value) -> Option<Timestamp> {
+    let secs = tj.pointer("/spec/activeDeadlineSeconds").and_then(Value::as_i64)?;
     let start = condition(tj, "Suspended")
         .filter(|c| c["status"] == "False")
         .map(|c| str_at(c, "/lastTransitionTime"))
         .unwrap_or_else(|| str_at(tj, "/metadata/creationTimestamp"));
-    start.parse::<Timestamp>().is_ok_and(|s| now >= s + SignedDuration::from_secs(secs))
+    start.parse::<Timestamp>().ok().map(|s| s + SignedDuration::from_secs(secs))
 }
 
 pub(crate) fn run(state: &mut State) {
@@ -187,7 +187,11 @@ fn reconcile(state: &mut State, key: &Key, mut tj: Value) {
             set_condition(&mut tj, "Suspended", "False", "Resumed", "TrainJob is resumed", &now);
         }
     }
-    if !finished && !suspended && deadline_passed(&tj, state.now) {
+    let deadline = deadline(&tj).filter(|_| !finished && !suspended);
+    if let Some(d) = deadline.filter(|d| state.now < *d) {
+        wake::at(state, Ctl::Trainer, key, d);
+    }
+    if deadline.is_some_and(|d| state.now >= d) {
         set_condition(
             &mut tj,
             "Failed",

@@ -5,10 +5,17 @@
 //! every unit of the controllers that read it. A unit nothing woke would reconcile to no
 //! change, as the last settle ended with nothing left to change; so reconciling only the
 //! woken units, in key order, writes what a pass over every unit would.
+//!
+//! The clock wakes only what asked for it: a controller whose answer for a unit will
+//! change at a known time (a deadline, a toleration, a requeue backoff) sets a timer
+//! for it (`at`), as controller-runtime's `RequeueAfter` does, and moving the clock past
+//! that time wakes the unit. So a second of virtual time costs the units due in it,
+//! not a pass over every object of the cluster.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
+use jiff::Timestamp;
 use serde_json::Value;
 
 use super::snapshot::SUFFIX;
@@ -18,7 +25,7 @@ use crate::state::State;
 use crate::store::{Event, EventType, Key, owner_uids, uid_of};
 
 /// The controllers that reconcile woken units.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Ctl {
     /// Kueue's side of a TrainJob: its Workload exists and carries its gate (TrainJobs).
     KueueJobs,
@@ -72,11 +79,21 @@ pub(crate) struct Wakes {
     /// Objects created since the running controller's loop began (a pass over every
     /// unit would not have listed them).
     born: BTreeSet<Key>,
+    /// Units due at a time, earliest first (`at`).
+    timers: BTreeSet<(Timestamp, Ctl, Key)>,
+    /// Units reconciled since the sim started.
+    pub(crate) reconciled: u64,
 }
 
 impl Default for Wakes {
     fn default() -> Self {
-        Self { dirty: Default::default(), everything: true, born: BTreeSet::new() }
+        Self {
+            dirty: Default::default(),
+            everything: true,
+            born: BTreeSet::new(),
+            timers: BTreeSet::new(),
+            reconciled: 0,
+        }
     }
 }
 
@@ -89,6 +106,25 @@ impl Wakes {
     /// Forgets the woken units of `ctl` (a controller that is not running).
     pub(crate) fn clear(&mut self, ctl: Ctl) {
         self.dirty[ctl as usize].clear();
+    }
+}
+
+/// Wakes `key` for `ctl` once the clock reaches `when`: the controller's answer for it
+/// changes then. A timer of a unit that is gone by then, or that no longer needs it,
+/// wakes a unit that reconciles to no change.
+pub(crate) fn at(state: &mut State, ctl: Ctl, key: &Key, when: Timestamp) {
+    if when <= state.now {
+        wake(state, ctl, key.clone());
+    } else {
+        state.wakes.timers.insert((when, ctl, key.clone()));
+    }
+}
+
+/// Wakes the units whose timers the clock has reached.
+fn ring(state: &mut State) {
+    while state.wakes.timers.first().is_some_and(|(when, _, _)| *when <= state.now) {
+        let Some((_, ctl, key)) = state.wakes.timers.pop_first() else { break };
+        wake(state, ctl, key);
     }
 }
 
@@ -195,6 +231,7 @@ fn note(state: &mut State) {
             wake_all(state, ctl);
         }
     }
+    ring(state);
     for ev in changes.events {
         if ev.typ == EventType::Added {
             state.wakes.born.insert(ev.key.clone());
@@ -225,6 +262,7 @@ pub(crate) fn each(
         let Some(key) = next else { break };
         state.wakes.dirty[ctl as usize].remove(&key);
         if let Some(unit) = state.store.get(&key).cloned() {
+            state.wakes.reconciled += 1;
             reconcile(state, &key, unit);
         }
         cursor = Some(key);
