@@ -8,10 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use dispatch_core::{Action, Answer, Capability, RuleSupport, Source, Support};
+use dispatch_core::{Action, Answer, Capability, Error, JobSpec, RuleSupport, Source, Support};
 
 use crate::Mode;
-use crate::runtime::SourceRuntime;
+use crate::runtime::rules::{self, JobShape};
+use crate::runtime::{RuntimeRef, SourceRuntime};
 
 /// What the Backend learned about the cluster at Factory. It reads and writes as JSON
 /// (field names as here; each probe result as `{"Ok": null}` or `{"Err": "why"}`), so
@@ -61,7 +62,7 @@ fn support(answer: Answer, source: Source, reason: &str) -> Support {
 }
 
 /// The answer for one capability, from the facts and, when given, the spec's runtime.
-pub fn answer(
+pub(crate) fn answer(
     capability: Capability,
     facts: &PreflightFacts,
     runtime: Option<&SourceRuntime>,
@@ -211,6 +212,21 @@ pub fn access(facts: &PreflightFacts) -> Writability {
         Err(why) => Writability::ObserveOnly { missing: why.clone() },
         Ok(()) => Writability::Writable,
     }
+}
+
+/// The runtime rules as Capabilities with a spec checks them: `wanted` (the spec's
+/// `kubeflow/RuntimeRef`) must be one of the configured `runtimes`, exist (`source`, `None`
+/// when it does not) and pass the rules for a job of the spec's counts under the longest
+/// name render makes, so that it passes for every submission. Every broken rule is named
+/// in one `Unsupported` error.
+pub fn check_runtime(
+    runtimes: &[RuntimeRef],
+    wanted: &RuntimeRef,
+    source: Option<&SourceRuntime>,
+    spec: &JobSpec,
+) -> Result<(), Error> {
+    let shape = JobShape::for_capabilities(spec.nodes, spec.procs_per_node);
+    rules::check(runtimes, wanted, source, &shape).map(|_| ())
 }
 
 /// Whether `action` can be carried out here, given the Hold capability's answer.

@@ -78,7 +78,7 @@ impl Program {
     }
 
     /// What it leaves in its termination log: the prologue's words when it finds no
-    /// working directory (`dispatch_kf_model::prologue`), nothing otherwise.
+    /// working directory (`docs/render.md#the-prologue`), nothing otherwise.
     pub(crate) fn message(self) -> String {
         match self.work_dir() {
             Some(dir) => format!("dispatch-prologue: working directory {dir} does not exist\n"),
