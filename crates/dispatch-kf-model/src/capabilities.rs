@@ -318,7 +318,7 @@ mod tests {
         );
     }
 
-    /// Issue 15, item 10: a write the adapter makes but may not is named, every one.
+    /// A write the adapter makes but may not is named, every one.
     #[test]
     fn a_missing_write_permission_makes_the_backend_observe_only_naming_each() {
         let facts = PreflightFacts {
@@ -349,7 +349,7 @@ mod tests {
         assert_eq!(answer(Capability::Hold, &facts, None).answer, Answer::No);
     }
 
-    /// Issue 15, item 5: the permission counts in the gate's proof, so without it the
+    /// The permission counts in the gate's proof, so without it the
     /// Backend observes only, naming it.
     #[test]
     fn kueue_mode_without_permission_to_update_workloads_is_observe_only_naming_it() {
