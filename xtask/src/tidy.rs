@@ -347,11 +347,20 @@ fn anchors_skip_fenced_code_and_number_repeated_headings() {
 
 #[test]
 fn citations_are_read_with_their_page_and_anchor() {
-    let text = concat!("x\n//! (`", "docs", "/render.md#the-request`; ", "docs", "/gates.md).\n");
+    let text = concat!(
+        "x\n//! (`",
+        "docs",
+        "/render.md#the-request`; ",
+        "docs",
+        "/start-gate-and-holds.md).\n"
+    );
     let found = citations(text, "docs/", ".md", true);
     assert_eq!(found.len(), 2);
     assert_eq!((found[0].line, found[0].page, found[0].anchor), (2, "render", Some("the-request")));
-    assert_eq!((found[1].text, found[1].anchor), (concat!("docs", "/gates.md"), None));
+    assert_eq!(
+        (found[1].text, found[1].anchor),
+        (concat!("docs", "/start-gate-and-holds.md"), None)
+    );
     assert!(citations(concat!("crates/x/", "docs", "/a.md"), "docs/", ".md", true).is_empty());
 }
 

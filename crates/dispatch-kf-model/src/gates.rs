@@ -1,7 +1,8 @@
-//! The hold family's decisions (`docs/gates.md`): what Open, Hold and Release change on
-//! the object as read, or why they refuse. Pure: each function edits a JSON object in
-//! place and says whether to write it; the Backend reads, calls, and writes with the
-//! resource version it read (retrying a conflict by calling again on a fresh read).
+//! The hold family's decisions (`docs/start-gate-and-holds.md`): what Open, Hold and
+//! Release change on the object as read, or why they refuse. Pure: each function edits
+//! a JSON object in place and says whether to write it; the Backend reads, calls, and
+//! writes with the resource version it read (retrying a conflict by calling again on a
+//! fresh read).
 //!
 //! Plain mode edits the TrainJob (`spec.suspend`, the admission count on the TrainJob
 //! and in dispatch's runtime patch, the hold instance). Kueue mode lifts the start gate

@@ -1,6 +1,6 @@
 //! Open, Hold, Release, Inspect, Stop and StopJob on the simulated cluster, in plain
-//! mode: the hold family's rules of `docs/gates.md` and the reference checks of
-//! `docs/errors.md#the-adapters-own-refusals`.
+//! mode: the hold family's rules of `docs/start-gate-and-holds.md` and the reference
+//! checks of `docs/errors.md#the-adapters-own-refusals`.
 
 use std::time::Duration;
 
