@@ -17,7 +17,7 @@
 use std::sync::LazyLock;
 
 use dispatch_core::{Kind, StartRequest};
-use dispatch_kf_model::render::token::TokenSuffix;
+use dispatch_kf_model::TokenSuffix;
 use dispatch_kf_model::{Mode, Purpose, Settings, SourceRuntime, names, read_request, readback};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;

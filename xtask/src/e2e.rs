@@ -121,7 +121,7 @@ pub(crate) fn refusal_output(
 }
 
 /// Runs the suite against the cluster of `kubeconfig` (the simulated one without it),
-/// each scenario recording how it ended into `record` (`World::record`).
+/// each scenario recording how it ended into `record` (`BackendOnTarget::record`).
 pub(crate) fn suite_recording(kubeconfig: Option<&Path>, record: &Path) -> run::Result {
     let env = suite_env(kubeconfig, Some(record))?;
     run::cargo_env(&suite_args(&[]), &borrowed(&env))

@@ -14,8 +14,10 @@
 //! - in `dispatch-kf`, only `edge.rs` reads the clock or draws randomness;
 //! - `dispatch-kf` reaches the apiserver only through `dispatch-kf-client`: it
 //!   depends on no Kubernetes client crate (kube, k8s-openapi, hyper, http);
-//! - no `.rs` file cites a reference page kept outside the repository (`seeds/*.txt`,
-//!   `spec/*.md`): the source reads with the repository alone;
+//! - no `.rs` file and no page a reader is sent to (`README.md`, each crate's, and
+//!   `docs/*.md`) cites a reference page kept outside the repository (`seeds/*.txt`,
+//!   `spec/*.md`) or one of the project's issues (`issue N`): each says the fact itself,
+//!   and reads with the repository alone;
 //! - every `docs/<page>.md` or `docs/<page>.md#<anchor>` a `.rs` file cites names a page
 //!   of `docs/` and, with an anchor, one of that page's headings as GitHub slugs it.
 
@@ -278,22 +280,91 @@ fn shown(path: &Path) -> String {
     path.strip_prefix(project_root()).unwrap_or(path).display().to_string()
 }
 
-#[test]
-fn no_source_cites_a_reference_page_outside_the_repository() {
+/// The pages a reader is sent to: the repository's `README.md`, each crate's, and every
+/// page of `docs/`.
+fn markdown_pages() -> Vec<PathBuf> {
+    let root = project_root();
+    let mut pages = vec![root.join("README.md")];
+    for dir in [root.join("docs"), root.join("crates")] {
+        for entry in fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "md") {
+                pages.push(path);
+            } else if path.join("README.md").is_file() {
+                pages.push(path.join("README.md"));
+            }
+        }
+    }
+    pages.sort();
+    pages
+}
+
+/// The word that names one of the project's issues. Split so that this file names none.
+const ISSUE: &str = concat!("iss", "ue");
+
+/// Every reference to one of the project's issues in `text`, with the line it is on,
+/// from 1: the word or its plural, in any case and after no letter or digit, then a
+/// space, an optional `#` and a number.
+fn issue_references(text: &str) -> Vec<(usize, &str)> {
     let mut found = Vec::new();
-    for file in workspace_rust_files() {
+    for (index, line) in text.lines().enumerate() {
+        let lower = line.to_ascii_lowercase();
+        for (start, _) in lower.match_indices(ISSUE) {
+            if line[..start].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric()) {
+                continue;
+            }
+            let rest = &line[start + ISSUE.len()..];
+            let rest = rest.strip_prefix('s').unwrap_or(rest);
+            let Some(rest) = rest.strip_prefix(' ') else { continue };
+            let rest = rest.strip_prefix('#').unwrap_or(rest);
+            let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            if digits > 0 {
+                let end = line.len() - rest.len() + digits;
+                found.push((index + 1, &line[start..end]));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_source_or_page_cites_an_outside_page_or_an_issue() {
+    let mut found = Vec::new();
+    for file in workspace_rust_files().into_iter().chain(markdown_pages()) {
         let text = fs::read_to_string(&file).unwrap();
         for (dir, ext) in OUTSIDE_PAGES {
             for citation in citations(&text, dir, ext, false) {
                 found.push(format!("{}:{}: {}", shown(&file), citation.line, citation.text));
             }
         }
+        for (line, reference) in issue_references(&text) {
+            found.push(format!("{}:{line}: {reference}", shown(&file)));
+        }
     }
     assert!(
         found.is_empty(),
-        "cite the repository's docs/<page>.md#<anchor> instead of:\n{}",
+        "say the fact itself, citing the repository's docs/<page>.md#<anchor> where a \
+         page says more, instead of:\n{}",
         found.join("\n")
     );
+}
+
+#[test]
+fn issue_references_are_found_in_any_case_with_or_without_a_hash() {
+    let text = concat!(
+        "x\n// Iss",
+        "ue 19, item 1: ... (iss",
+        "ue #4); iss",
+        "ues 15 and 16.\n",
+        "no tiss",
+        "ue 3, no iss",
+        "ue N, no iss",
+        "ue: 5\n"
+    );
+    let found: Vec<(usize, &str)> = issue_references(text);
+    let expected =
+        [(2, concat!("Iss", "ue 19")), (2, concat!("iss", "ue #4")), (2, concat!("iss", "ues 15"))];
+    assert_eq!(found, expected);
 }
 
 #[test]
@@ -347,11 +418,20 @@ fn anchors_skip_fenced_code_and_number_repeated_headings() {
 
 #[test]
 fn citations_are_read_with_their_page_and_anchor() {
-    let text = concat!("x\n//! (`", "docs", "/render.md#the-request`; ", "docs", "/gates.md).\n");
+    let text = concat!(
+        "x\n//! (`",
+        "docs",
+        "/render.md#the-request`; ",
+        "docs",
+        "/start-gate-and-holds.md).\n"
+    );
     let found = citations(text, "docs/", ".md", true);
     assert_eq!(found.len(), 2);
     assert_eq!((found[0].line, found[0].page, found[0].anchor), (2, "render", Some("the-request")));
-    assert_eq!((found[1].text, found[1].anchor), (concat!("docs", "/gates.md"), None));
+    assert_eq!(
+        (found[1].text, found[1].anchor),
+        (concat!("docs", "/start-gate-and-holds.md"), None)
+    );
     assert!(citations(concat!("crates/x/", "docs", "/a.md"), "docs/", ".md", true).is_empty());
 }
 

@@ -8,9 +8,9 @@ use std::time::Duration;
 use dispatch_core::{Error, Result};
 use dispatch_kf::{Explain, ModeChoice, Scope, explain};
 use dispatch_kf_client::{Cluster, ClusterConfig};
+use dispatch_kf_model::Kubeconfig;
 use dispatch_kf_model::Mode;
 use dispatch_kf_model::keys;
-use dispatch_kf_model::settings::Kubeconfig;
 
 use crate::connect::{DEFAULT_TIMEOUT, KubectlArgs, block_on, call_context};
 use crate::output::{self, Format};

@@ -6,8 +6,8 @@
 //! (the only randomness in a render, drawn here at the edge, never in the model).
 
 use dispatch_core::Error;
-use dispatch_kf_model::render::request::read_request;
-use dispatch_kf_model::render::token::TokenSuffix;
+use dispatch_kf_model::TokenSuffix;
+use dispatch_kf_model::read_request;
 use dispatch_kf_model::{Purpose, Settings, SourceRuntime, render};
 
 use crate::output::{self, Format};

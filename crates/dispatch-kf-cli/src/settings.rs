@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use dispatch_core::{Error, Result};
 use dispatch_kf_client::ClusterConfig;
+use dispatch_kf_model::Kubeconfig;
 use dispatch_kf_model::Settings;
-use dispatch_kf_model::settings::Kubeconfig;
 use serde_json::{Map, Value, json};
 
 use crate::output;

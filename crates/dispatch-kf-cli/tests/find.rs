@@ -1,4 +1,4 @@
-//! `find`'s machine-readable output has one shape (issue 19): the object with the
+//! `find`'s machine-readable output has one shape: the object with the
 //! job, its `objects` and its `inFlight` mark, whether standard output is not a terminal
 //! and no `-o` is given, or `-o json` or `-o yaml` is. docs/cli.md names these tests.
 
@@ -14,7 +14,7 @@ fn find(served: &common::Served, format: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-/// Issue 19: a read needs no settings file; the kubeconfig's context is enough.
+/// A read needs no settings file; the kubeconfig's context is enough.
 #[test]
 fn find_with_only_a_kubeconfig_reads_the_current_contexts_namespace() {
     let served = common::Served::start("find-kubeconfig-only");
@@ -46,7 +46,7 @@ fn find_off_a_terminal_prints_the_same_object_as_with_o_json() {
     assert_eq!(found, yaml);
 }
 
-/// Issue 19, item 1: `-o name` prints a line per object as `kubectl get -o name` does,
+/// `-o name` prints a line per object as `kubectl get -o name` does,
 /// which kubectl takes back as it is.
 #[test]
 fn find_o_name_prints_what_kubectl_takes() {

@@ -1,4 +1,4 @@
-//! Ctrl-C ends `watch` cleanly (issue 19): SIGINT ends the command with status 130, as
+//! Ctrl-C ends `watch` cleanly: SIGINT ends the command with status 130, as
 //! a shell reports a command that Ctrl-C ended, with no error text and no panic.
 //! docs/cli.md names this test; `output::tests` covers the status of each ending.
 

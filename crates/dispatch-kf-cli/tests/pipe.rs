@@ -1,4 +1,4 @@
-//! A closed pipe ends the command quietly (issue 19): when standard output's reader
+//! A closed pipe ends the command quietly: when standard output's reader
 //! goes away (`dispatch-kf ... | head`), the command ends with status 0 and nothing on
 //! standard error, as ripgrep and kubectl do. docs/cli.md names these tests.
 
@@ -61,7 +61,8 @@ fn classify_into_a_pipe_closed_before_it_writes_ends_with_status_0() {
 
 #[test]
 fn sim_serve_whose_kubeconfig_cannot_be_written_ends_with_status_0() {
-    // Until issue 19 this panicked ("failed printing to stdout") and exited 101.
+    // Before a closed pipe ended the command quietly, this panicked ("failed printing to
+    // stdout") and exited 101.
     let mut cmd = common::bin();
     cmd.args(["sim", "serve"]);
     assert_quiet_success(&run_into_closed_pipe(cmd, 0));

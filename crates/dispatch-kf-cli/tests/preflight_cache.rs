@@ -1,7 +1,7 @@
-//! Writing commands trust the preflight a command kept, while it is young enough
-//! (issue 19, item 2): the second writing command on a cluster probes nothing, `preflight`
-//! always probes, and `--preflight-max-age 0s` trusts nothing. docs/cli.md names this
-//! test; `preflight_cache::tests` covers ages, keys and what is kept.
+//! Writing commands trust the preflight a command kept, while it is young enough: the
+//! second writing command on a cluster probes nothing, `preflight` always probes, and
+//! `--preflight-max-age 0s` trusts nothing. docs/cli.md names this test;
+//! `preflight_cache::tests` covers ages, keys and what is kept.
 //! Another context of the kubeconfig, on the same server and with no settings file, is
 //! another identity and does not trust the first one's preflight.
 

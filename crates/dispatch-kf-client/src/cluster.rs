@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use dispatch_core::{CallContext, Error, Result};
-use dispatch_kf_model::settings::Kubeconfig;
+use dispatch_kf_model::Kubeconfig;
 use kube::config::{KubeConfigOptions, Kubeconfig as KubeconfigFile};
 
 use crate::error_map::{

@@ -381,7 +381,7 @@ mod tests {
         assert_eq!((err.kind(), err.message()), (Kind::Rejected, DEADLINE_PASSED));
     }
 
-    /// Issue 15, item 6: a hold-family call meets its deadline at a read as readily as
+    /// A hold-family call meets its deadline at a read as readily as
     /// at its write.
     #[test]
     fn a_hold_family_read_whose_deadline_passed_is_rejected() {

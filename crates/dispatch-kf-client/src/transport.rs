@@ -128,7 +128,7 @@ mod tests {
     use super::*;
     use std::os::unix::process::ExitStatusExt;
 
-    /// Issue 15, item 9: kube's text for a failed exec plugin holds its command line and
+    /// The text kube gives for a failed exec plugin holds its command line and
     /// output; the redacted text holds neither.
     #[test]
     fn a_failed_exec_plugin_is_described_without_its_command_line_or_output() {

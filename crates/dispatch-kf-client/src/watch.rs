@@ -190,7 +190,7 @@ struct Watched<const METADATA: bool> {
 impl<'de, const METADATA: bool> Deserialize<'de> for Watched<METADATA> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         let item = Item::deserialize(d)?;
-        let of = |text: &dispatch_kf_model::lenient::Text| text.get().map(str::to_owned);
+        let of = |text: &dispatch_kf_model::Text| text.get().map(str::to_owned);
         let m = item.meta();
         let meta = ObjectMeta {
             name: of(&m.name),

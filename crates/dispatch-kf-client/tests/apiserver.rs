@@ -78,7 +78,7 @@ async fn a_create_of_a_name_that_exists_is_rejected() {
     assert!(err.message().contains("AlreadyExists"), "{}", err.message());
 }
 
-/// Issue 15, item 2: only AlreadyExists means "it exists"; a create refused otherwise
+/// Only AlreadyExists means "it exists"; a create refused otherwise
 /// is an error with its own sentinel, never a read of an object that is not there.
 #[tokio::test]
 async fn only_already_exists_answers_exists_and_a_refused_create_stays_refused() {
@@ -286,7 +286,7 @@ fn listed(change: Option<dispatch_core::Result<Change>>) -> Vec<String> {
     }
 }
 
-/// Issue 16, item 1: a watch (kube-runtime's watcher) lists first, then yields each
+/// A watch (kube-runtime's watcher) lists first, then yields each
 /// change, read as the model's views.
 #[tokio::test]
 async fn a_watch_lists_then_yields_changes() {
@@ -302,7 +302,7 @@ async fn a_watch_lists_then_yields_changes() {
     assert!(matches!(watch.next().await, Some(Ok(Change::Deleted(o))) if o.meta().name() == "a"));
 }
 
-/// Issue 16, item 1: a metadata watch reads each object as metadata alone.
+/// A metadata watch reads each object as metadata alone.
 #[tokio::test]
 async fn a_metadata_watch_reads_names_and_labels_only() {
     let sim = sim().await;
@@ -325,7 +325,7 @@ async fn a_metadata_watch_reads_names_and_labels_only() {
     assert_eq!(pod.node_name.or_empty(), "n", "a whole watch reads the pod's fields");
 }
 
-/// Issue 15, item 1: a 410 lists anew ([`Change::Listed`]), instead of ending the watch.
+/// A 410 lists anew ([`Change::Listed`]), instead of ending the watch.
 #[tokio::test]
 async fn a_watch_lists_anew_when_its_version_expires() {
     let sim = sim().await;
@@ -339,7 +339,7 @@ async fn a_watch_lists_anew_when_its_version_expires() {
     assert_eq!(applied(watch.next().await), "b");
 }
 
-/// Issue 15, item 1: a connection the server closes is resumed from the last resource
+/// A connection the server closes is resumed from the last resource
 /// version seen: nothing is seen twice, nothing is missed.
 #[tokio::test]
 async fn a_watch_closed_by_the_server_resumes_from_its_last_version() {

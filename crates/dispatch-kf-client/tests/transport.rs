@@ -257,7 +257,7 @@ fn exec_failing_once_down(dir: &std::path::Path) -> String {
     )
 }
 
-/// Issue 15, item 9: nothing an exec plugin was given or printed reaches an error, in
+/// Nothing an exec plugin was given or printed reaches an error, in
 /// its message, its Debug form or its sources.
 fn assert_no_credentials(err: &dispatch_core::Error) {
     let mut texts = vec![err.to_string(), format!("{err:?}")];
@@ -347,7 +347,7 @@ async fn a_kubeconfig_that_cannot_load_is_invalid() {
 /// A guard, not a measure: a test that would hang fails instead.
 const NO_HANG: Duration = Duration::from_secs(60);
 
-/// Issue 15, item 1: a watch on a server that accepts and never answers used to wait
+/// A watch on a server that accepts and never answers used to wait
 /// forever; its list gives up past the watch's read timeout, and when the attempts keep
 /// failing the stream ends with an error, not a hang.
 #[tokio::test]
@@ -360,7 +360,7 @@ async fn a_watch_on_a_server_that_accepts_and_never_answers_is_unreachable() {
     assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
 }
 
-/// Issue 15, item 1: a watch whose connection goes silent after it opened is given up
+/// A watch whose connection goes silent after it opened is given up
 /// past its timeout, resumed, and when every attempt stays silent the stream ends with
 /// an error, not a clean close and not a hang.
 #[tokio::test]
@@ -386,7 +386,7 @@ async fn ends_with_an_error(mut watch: dispatch_kf_client::Changes) -> dispatch_
     err
 }
 
-/// Issue 15, item 1: a followed log whose connection goes silent used to wait forever.
+/// A followed log whose connection goes silent used to wait forever.
 /// Past the watch timeout it checks on the pod; when those checks get no answer either,
 /// the stream ends with an error.
 #[tokio::test]

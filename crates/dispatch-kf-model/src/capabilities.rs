@@ -8,10 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use dispatch_core::{Action, Answer, Capability, RuleSupport, Source, Support};
+use dispatch_core::{Action, Answer, Capability, Error, JobSpec, RuleSupport, Source, Support};
 
 use crate::Mode;
-use crate::runtime::SourceRuntime;
+use crate::runtime::rules::{self, JobShape};
+use crate::runtime::{RuntimeRef, SourceRuntime};
 
 /// What the Backend learned about the cluster at Factory. It reads and writes as JSON
 /// (field names as here; each probe result as `{"Ok": null}` or `{"Err": "why"}`), so
@@ -61,7 +62,7 @@ fn support(answer: Answer, source: Source, reason: &str) -> Support {
 }
 
 /// The answer for one capability, from the facts and, when given, the spec's runtime.
-pub fn answer(
+pub(crate) fn answer(
     capability: Capability,
     facts: &PreflightFacts,
     runtime: Option<&SourceRuntime>,
@@ -213,6 +214,21 @@ pub fn access(facts: &PreflightFacts) -> Writability {
     }
 }
 
+/// The runtime rules as Capabilities with a spec checks them: `wanted` (the spec's
+/// `kubeflow/RuntimeRef`) must be one of the configured `runtimes`, exist (`source`, `None`
+/// when it does not) and pass the rules for a job of the spec's counts under the longest
+/// name render makes, so that it passes for every submission. Every broken rule is named
+/// in one `Unsupported` error.
+pub fn check_runtime(
+    runtimes: &[RuntimeRef],
+    wanted: &RuntimeRef,
+    source: Option<&SourceRuntime>,
+    spec: &JobSpec,
+) -> Result<(), Error> {
+    let shape = JobShape::for_capabilities(spec.nodes, spec.procs_per_node);
+    rules::check(runtimes, wanted, source, &shape).map(|_| ())
+}
+
 /// Whether `action` can be carried out here, given the Hold capability's answer.
 pub fn rule_support(action: Action, hold: &Support) -> RuleSupport {
     let (answer, reason) = match action {
@@ -302,7 +318,7 @@ mod tests {
         );
     }
 
-    /// Issue 15, item 10: a write the adapter makes but may not is named, every one.
+    /// A write the adapter makes but may not is named, every one.
     #[test]
     fn a_missing_write_permission_makes_the_backend_observe_only_naming_each() {
         let facts = PreflightFacts {
@@ -333,7 +349,7 @@ mod tests {
         assert_eq!(answer(Capability::Hold, &facts, None).answer, Answer::No);
     }
 
-    /// Issue 15, item 5: the permission counts in the gate's proof, so without it the
+    /// The permission counts in the gate's proof, so without it the
     /// Backend observes only, naming it.
     #[test]
     fn kueue_mode_without_permission_to_update_workloads_is_observe_only_naming_it() {

@@ -1,7 +1,8 @@
-//! The hold family's decisions (`docs/gates.md`): what Open, Hold and Release change on
-//! the object as read, or why they refuse. Pure: each function edits a JSON object in
-//! place and says whether to write it; the Backend reads, calls, and writes with the
-//! resource version it read (retrying a conflict by calling again on a fresh read).
+//! The hold family's decisions (`docs/start-gate-and-holds.md`): what Open, Hold and
+//! Release change on the object as read, or why they refuse. Pure: each function edits
+//! a JSON object in place and says whether to write it; the Backend reads, calls, and
+//! writes with the resource version it read (retrying a conflict by calling again on a
+//! fresh read).
 //!
 //! Plain mode edits the TrainJob (`spec.suspend`, the admission count on the TrainJob
 //! and in dispatch's runtime patch, the hold instance). Kueue mode lifts the start gate
@@ -77,7 +78,7 @@ fn annotations(value: &mut Value) -> &mut Map<String, Value> {
 
 /// The hold instance in force on `object`: `None` when there is none. A malformed
 /// value is a refusal: someone else wrote it, and dispatch will not guess.
-pub fn hold_in_force(object: &Value) -> Result<Option<u64>, Error> {
+pub(crate) fn hold_in_force(object: &Value) -> Result<Option<u64>, Error> {
     match annotation(object, keys::ANN_HOLD_INSTANCE) {
         None => Ok(None),
         Some(text) => parse_canonical_decimal(text).map(Some).ok_or_else(|| {
@@ -91,7 +92,7 @@ pub fn hold_in_force(object: &Value) -> Result<Option<u64>, Error> {
 
 /// The admission count A of a plain-mode TrainJob (0 when absent or malformed), read
 /// as classification reads it.
-pub fn admission(train_job: &Value) -> u64 {
+pub(crate) fn admission(train_job: &Value) -> u64 {
     annotation(train_job, keys::ANN_ADMISSION).and_then(parse_counter).unwrap_or(0)
 }
 

@@ -25,7 +25,7 @@ pub fn list_items(bytes: &[u8]) -> serde_json::Result<Vec<Value>> {
 }
 
 /// The annotation `key` of `object`, when it is a string.
-pub fn annotation<'v>(object: &'v Value, key: &str) -> Option<&'v str> {
+pub(crate) fn annotation<'v>(object: &'v Value, key: &str) -> Option<&'v str> {
     object.pointer("/metadata/annotations")?.get(key)?.as_str()
 }
 

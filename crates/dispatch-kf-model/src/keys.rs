@@ -1,50 +1,47 @@
 //! Every label, annotation, name and value the adapter shares with the cluster, in one
-//! place. `d/` in the docs is [`PREFIX`] here.
-
-/// dispatch's domain prefix.
-pub const PREFIX: &str = "dispatch.phpboyscout.uk/";
+//! place. `d/` in the docs is dispatch's domain prefix, `dispatch.phpboyscout.uk/`.
 
 /// Label: the JobId, canonical upper case.
 pub const LABEL_JOB_ID: &str = "dispatch.phpboyscout.uk/job-id";
 /// Label: the submission N.
 pub const LABEL_SUBMISSION: &str = "dispatch.phpboyscout.uk/submission";
-/// Label: always [`MANAGED_BY_DISPATCH`].
+/// Label: always `dispatch` (`MANAGED_BY_DISPATCH`).
 pub const LABEL_MANAGED_BY: &str = "dispatch.phpboyscout.uk/managed-by";
 /// The value of [`LABEL_MANAGED_BY`].
-pub const MANAGED_BY_DISPATCH: &str = "dispatch";
+pub(crate) const MANAGED_BY_DISPATCH: &str = "dispatch";
 
 /// Annotation (TrainJob): `dispatch job <JobId> generation <G> submission <N> a=<attempt>`.
-pub const ANN_COMMENT: &str = "dispatch.phpboyscout.uk/comment";
+pub(crate) const ANN_COMMENT: &str = "dispatch.phpboyscout.uk/comment";
 /// Annotation (TrainJob, runtime copy): `<attempt>-<16 lower-case hex>`.
-pub const ANN_ATTEMPT_TOKEN: &str = "dispatch.phpboyscout.uk/attempt-token";
+pub(crate) const ANN_ATTEMPT_TOKEN: &str = "dispatch.phpboyscout.uk/attempt-token";
 /// Annotation (TrainJob): the generation G.
-pub const ANN_GENERATION: &str = "dispatch.phpboyscout.uk/generation";
+pub(crate) const ANN_GENERATION: &str = "dispatch.phpboyscout.uk/generation";
 /// Annotation (runtime copy): `<Kind>/<name>` of the runtime it copies.
-pub const ANN_RUNTIME_SOURCE: &str = "dispatch.phpboyscout.uk/runtime-source";
+pub(crate) const ANN_RUNTIME_SOURCE: &str = "dispatch.phpboyscout.uk/runtime-source";
 /// Annotation (TrainJob in plain mode; every pod): the admission count A.
 pub const ANN_ADMISSION: &str = "dispatch.phpboyscout.uk/admission";
 /// Annotation (the held object): the hold instance in force.
 pub const ANN_HOLD_INSTANCE: &str = "dispatch.phpboyscout.uk/hold-instance";
 /// Annotation (Workload, Kueue mode): how many Releases the adapter has made; the
 /// readmission gate permits one more admission for each one it has not seen.
-pub const ANN_RELEASES: &str = "dispatch.phpboyscout.uk/releases";
+pub(crate) const ANN_RELEASES: &str = "dispatch.phpboyscout.uk/releases";
 /// Annotation (Workload, written by the gate controller): the admissions it has
 /// approved so far (the last approval's `d/admission`).
 pub const ANN_GATE_ADMISSIONS: &str = "dispatch.phpboyscout.uk/gate-admissions";
 /// Annotation (Workload, written by the gate controller): the [`ANN_RELEASES`] count
 /// its last approval (or running admission) has used up.
-pub const ANN_GATE_RELEASES_SEEN: &str = "dispatch.phpboyscout.uk/gate-releases-seen";
+pub(crate) const ANN_GATE_RELEASES_SEEN: &str = "dispatch.phpboyscout.uk/gate-releases-seen";
 /// The gate controller's field manager for its server-side applies.
 pub const GATE_FIELD_MANAGER: &str = "dispatch-kf-gate";
 
 /// dispatch's start gate, named in [`KUEUE_ADMISSION_GATED_BY`].
 pub const START_GATE: &str = "dispatch.phpboyscout.uk/start";
 /// The field manager of dispatch's runtime patch.
-pub const RUNTIME_PATCH_MANAGER: &str = "dispatch.phpboyscout.uk/adapter";
+pub(crate) const RUNTIME_PATCH_MANAGER: &str = "dispatch.phpboyscout.uk/adapter";
 /// Node selector key of the preflight probe; no node carries it.
-pub const PROBE_NODE_SELECTOR: &str = "dispatch.phpboyscout.uk/probe";
+pub(crate) const PROBE_NODE_SELECTOR: &str = "dispatch.phpboyscout.uk/probe";
 /// The value of [`PROBE_NODE_SELECTOR`].
-pub const PROBE_NODE_SELECTOR_VALUE: &str = "never";
+pub(crate) const PROBE_NODE_SELECTOR_VALUE: &str = "never";
 /// `spec.controllerName` of dispatch's AdmissionCheck.
 pub const GATE_CONTROLLER_NAME: &str = "dispatch.phpboyscout.uk/readmission-gate";
 
@@ -52,7 +49,7 @@ pub const GATE_CONTROLLER_NAME: &str = "dispatch.phpboyscout.uk/readmission-gate
 pub const KUEUE_QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
 /// The resource every Kueue pod set requests, one per pod, when its ClusterQueue covers
 /// it: a ClusterQueue that covers it assigns a flavor to every Workload.
-pub const KUEUE_PODS_RESOURCE: &str = "pods";
+pub(crate) const KUEUE_PODS_RESOURCE: &str = "pods";
 /// Kueue annotation: the admission gates still closed.
 pub const KUEUE_ADMISSION_GATED_BY: &str = "kueue.x-k8s.io/admission-gated-by";
 /// Kueue label on a Workload: the UID of the job it stands for.
@@ -62,10 +59,8 @@ pub const KUEUE_JOB_UID: &str = "kueue.x-k8s.io/job-uid";
 pub const JOBSET_NAME: &str = "jobset.sigs.k8s.io/jobset-name";
 /// JobSet label on its pods: the restart attempt J.
 pub const JOBSET_RESTART_ATTEMPT: &str = "jobset.sigs.k8s.io/restart-attempt";
-/// JobSet label on its pods: the replicated job's name.
-pub const JOBSET_REPLICATED_JOB: &str = "jobset.sigs.k8s.io/replicatedjob-name";
 /// JobSet label on its pods: the index of the Job within its replicated job.
-pub const JOBSET_JOB_INDEX: &str = "jobset.sigs.k8s.io/job-index";
+pub(crate) const JOBSET_JOB_INDEX: &str = "jobset.sigs.k8s.io/job-index";
 /// Kubernetes label on an indexed Job's pods: the completion index (the rank).
 pub const JOB_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
 
@@ -77,12 +72,12 @@ pub const TRAINER_STEP: &str = "trainer";
 pub const NODE_CONTAINER: &str = "node";
 
 /// `spec.managedBy` of a TrainJob the Trainer's own controller manages.
-pub const TRAINER_CONTROLLER: &str = "trainer.kubeflow.org/trainjob-controller";
+pub(crate) const TRAINER_CONTROLLER: &str = "trainer.kubeflow.org/trainjob-controller";
 /// `spec.managedBy` of a JobSet JobSet's own controller manages.
-pub const JOBSET_CONTROLLER: &str = "jobset.sigs.k8s.io/jobset-controller";
+pub(crate) const JOBSET_CONTROLLER: &str = "jobset.sigs.k8s.io/jobset-controller";
 
 /// The taint that says a node is out of service and its pods may go.
-pub const TAINT_OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
+pub(crate) const TAINT_OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
 
 /// An API's group, the version the adapter speaks, and the two as `apiVersion`, each
 /// spelled once.
@@ -111,21 +106,19 @@ pub const TRAINER_RUNTIME_NOT_SEEN: &str = "must be created before the TrainJob 
 /// The environment variables dispatch adds, in the order it adds them.
 pub mod env {
     /// The JobId.
-    pub const JOB_ID: &str = "DISPATCH_JOB_ID";
+    pub(crate) const JOB_ID: &str = "DISPATCH_JOB_ID";
     /// The submission N.
-    pub const SUBMISSION: &str = "DISPATCH_SUBMISSION";
+    pub(crate) const SUBMISSION: &str = "DISPATCH_SUBMISSION";
     /// The attempt.
-    pub const ATTEMPT: &str = "DISPATCH_ATTEMPT";
+    pub(crate) const ATTEMPT: &str = "DISPATCH_ATTEMPT";
     /// G × 10^6 + N.
-    pub const EPOCH_PREFIX: &str = "DISPATCH_K8S_EPOCH_PREFIX";
+    pub(crate) const EPOCH_PREFIX: &str = "DISPATCH_K8S_EPOCH_PREFIX";
     /// The pod's admission count A, from the downward API.
-    pub const ADMISSION: &str = "DISPATCH_K8S_ADMISSION";
+    pub(crate) const ADMISSION: &str = "DISPATCH_K8S_ADMISSION";
     /// The pod's restart attempt J, from the downward API.
-    pub const RESTART_ATTEMPT: &str = "DISPATCH_K8S_RESTART_ATTEMPT";
+    pub(crate) const RESTART_ATTEMPT: &str = "DISPATCH_K8S_RESTART_ATTEMPT";
     /// The working directory, only when the job sets one.
     pub const WORKDIR: &str = "DISPATCH_K8S_WORKDIR";
-    /// The prefix every dispatch variable has; a job may not use it.
-    pub const RESERVED_PREFIX: &str = "DISPATCH_";
 }
 
 /// The extension naming the runtime a job runs on (`kubeflow/RuntimeRef`).
@@ -137,17 +130,17 @@ pub const KIND_CLUSTER_TRAINING_RUNTIME: &str = "ClusterTrainingRuntime";
 /// The TrainJob kind.
 pub const KIND_TRAIN_JOB: &str = "TrainJob";
 /// The extended resource GPUs are asked for under, unless the settings say otherwise.
-pub const DEFAULT_GPU_RESOURCE: &str = "nvidia.com/gpu";
+pub(crate) const DEFAULT_GPU_RESOURCE: &str = "nvidia.com/gpu";
 /// The `$0` the prologue runs as, and the prefix of its messages.
-pub const PROLOGUE_NAME: &str = "dispatch-prologue";
+pub(crate) const PROLOGUE_NAME: &str = "dispatch-prologue";
 /// The preflight probe's image: a reference no registry serves.
-pub const PROBE_IMAGE: &str = "dispatch.invalid/never:probe";
+pub(crate) const PROBE_IMAGE: &str = "dispatch.invalid/never:probe";
 
 /// The label and annotation keys the model reads (classification, the ranks of an
 /// execution in `ranks`, and the mode of a TrainJob read without settings in
 /// `Mode::of_train_job`): the dump reader keeps no others (`lenient::StrMap`), so an
 /// object's other labels cost nothing.
-pub const READ_BY_CLASSIFICATION: [&str; 11] = [
+pub(crate) const READ_BY_CLASSIFICATION: [&str; 11] = [
     LABEL_JOB_ID,
     LABEL_SUBMISSION,
     JOBSET_NAME,

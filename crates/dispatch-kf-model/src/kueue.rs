@@ -102,7 +102,7 @@ pub fn lease_duration(lease: &Value) -> Option<jiff::SignedDuration> {
 }
 
 /// The Lease has a holder, and `renewTime + leaseDurationSeconds` is not before `now`.
-pub fn lease_is_fresh(lease: &Value, now: Timestamp) -> Result<(), String> {
+pub(crate) fn lease_is_fresh(lease: &Value, now: Timestamp) -> Result<(), String> {
     let holder = text(lease, "/spec/holderIdentity").unwrap_or("");
     if holder.is_empty() {
         return Err("the gate controller's Lease has no holder".to_owned());

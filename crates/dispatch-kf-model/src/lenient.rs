@@ -218,7 +218,7 @@ impl<'de> Deserialize<'de> for Int {
 /// A field that matters only by being there, whatever its value (managedFields' `f:`
 /// entries).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Present(pub bool);
+pub(crate) struct Present(pub bool);
 
 impl<'de> Deserialize<'de> for Present {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

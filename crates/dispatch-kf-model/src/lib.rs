@@ -76,34 +76,54 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-pub mod answer;
-pub mod capabilities;
-pub mod classify;
-pub mod dump;
-pub mod gates;
-pub mod json;
-pub mod keys;
-pub mod kueue;
-pub mod lenient;
-pub mod mode;
-pub mod names;
-pub mod object;
-pub mod snapshot;
-pub mod view;
+// The crate's surface, all of it: the modules a caller names (each a namespace of
+// functions and constants, called as `dump::read` or `names::make`), then the items
+// of private modules that a caller uses or that a public signature shows. Everything
+// else is the crate's own.
 
+pub mod answer; // the apiserver's answers read into views
+pub mod capabilities; // the answers to the supervisor's capability questions
+pub mod dump; // `kubectl get -o json` output read into a `Snapshot`
+pub mod gates; // the hold family's edits of a TrainJob or a Workload
+pub mod json; // fields of raw JSON objects, read where views are not
+pub mod keys; // every label, annotation and name shared with the cluster
+pub mod kueue; // Kueue mode's checks: the gate's proof, a Workload ready
+pub mod names; // the names of a job's objects, made and parsed
+pub mod ranks; // a job's pods by rank, and its nodes
+pub mod readback; // a written TrainJob against the one the apiserver holds
+pub mod readmission; // the readmission gate's rule
+pub mod served; // what the cluster's served schemas say of its Trainer
+pub mod view; // one plain struct per kind classification reads
+
+mod classify;
+mod lenient;
+mod mode;
+mod object;
+mod prologue;
+mod render;
+mod runtime;
+mod settings;
+mod snapshot;
+
+// Classification: a snapshot of objects, the mode and `now` to observations.
 pub use classify::{ClassifyOptions, classify, classify_train_jobs};
 pub use mode::Mode;
 pub use snapshot::Snapshot;
-pub mod prologue;
-pub mod ranks;
-pub mod readback;
-pub mod readmission;
-pub mod render;
-pub mod runtime;
-pub mod served;
-pub mod settings;
 
-pub use render::request::read_request;
-pub use render::{Purpose, Rendered, probe_request, render};
+// What a view is made of: its lenient fields (absent unless the JSON has the right
+// shape) and the parts of an object it keeps.
+pub use lenient::{Flag, FromJson, Int, List, Obj, Shared, Str, StrMap, Text};
+pub use object::{
+    AdmissionCheck, Condition, ContainerState, ContainerStatus, LastSetters, Meta, OwnerRef,
+    SpecField, Taint, Terminated, TrainJobRuntimeRef, Waiting,
+};
+
+// Render: a start request and a source runtime to a runtime copy and a TrainJob;
+// `runtime_ref` reads the runtime a spec names, for Start and Capabilities alike.
+pub use render::{
+    Purpose, Rendered, TokenSuffix, probe_request, read_request, render, runtime_ref,
+};
 pub use runtime::{RuntimeKind, RuntimeRef, SourceRuntime};
-pub use settings::Settings;
+
+// Settings: one adapter instance's configuration.
+pub use settings::{Kubeconfig, KueueSettings, Lease, Settings, Timeouts};

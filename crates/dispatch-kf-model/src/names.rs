@@ -80,7 +80,7 @@ pub fn parse_canonical_decimal(text: &str) -> Option<u64> {
 
 /// A `d/submission` label's value as a submission number: a canonical decimal that
 /// fits a `u32` (read as written: no range is asked of a label).
-pub fn parse_submission_label(text: &str) -> Option<u32> {
+pub(crate) fn parse_submission_label(text: &str) -> Option<u32> {
     u32::try_from(parse_canonical_decimal(text)?).ok()
 }
 

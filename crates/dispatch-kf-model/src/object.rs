@@ -150,7 +150,7 @@ impl<S: Str> Meta<S> {
     /// The manager of the latest managedFields entry that owns `spec.<field>`: `field`
     /// is `suspend` or `active`. Entries without a time count as oldest; on equal times
     /// the later entry wins.
-    pub fn last_setter_of(&self, field: SpecField) -> Option<&str> {
+    pub(crate) fn last_setter_of(&self, field: SpecField) -> Option<&str> {
         self.managed_fields.of(field)
     }
 }
@@ -177,7 +177,7 @@ pub struct OwnerRef<S = String> {
 /// One managedFields entry, read only for `spec.suspend` and `spec.active`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase", bound(deserialize = "S: FromJson"))]
-pub struct ManagedFields<S = String> {
+pub(crate) struct ManagedFields<S = String> {
     /// The field manager.
     pub manager: Text<S>,
     /// When it last wrote.
@@ -190,7 +190,7 @@ pub struct ManagedFields<S = String> {
 /// `fieldsV1`, as far as `f:spec` goes.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct FieldsV1 {
+pub(crate) struct FieldsV1 {
     /// `f:spec`.
     #[serde(rename = "f:spec")]
     pub spec: Obj<SpecFields>,
@@ -199,7 +199,7 @@ pub struct FieldsV1 {
 /// `f:spec`'s entries that classification asks about.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct SpecFields {
+pub(crate) struct SpecFields {
     /// `f:suspend`.
     #[serde(rename = "f:suspend")]
     pub suspend: Present,
@@ -217,7 +217,7 @@ pub(crate) struct RawSpec<S = String> {
     /// TrainJob: `spec.managedBy`.
     pub managed_by: Text<S>,
     /// TrainJob: `spec.runtimeRef`.
-    pub runtime_ref: Obj<RuntimeRef<S>>,
+    pub runtime_ref: Obj<TrainJobRuntimeRef<S>>,
     /// Workload: `spec.active`.
     pub active: Flag,
     /// Pod: `spec.nodeName`.
@@ -229,7 +229,7 @@ pub(crate) struct RawSpec<S = String> {
 /// A TrainJob's `spec.runtimeRef`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, bound(deserialize = "S: FromJson"))]
-pub struct RuntimeRef<S = String> {
+pub struct TrainJobRuntimeRef<S = String> {
     /// The runtime's kind (the API's default is `ClusterTrainingRuntime`).
     pub kind: Text<S>,
     /// The runtime's name.

@@ -8,10 +8,10 @@
 //! and exits 125. Then it `exec`s the command, which keeps its exit status and signals.
 
 /// The exit status of a container whose working directory does not exist.
-pub const EXIT_NO_WORKDIR: i32 = 125;
+pub(crate) const EXIT_NO_WORKDIR: i32 = 125;
 
 /// The script, kept short and POSIX so that any image's `/bin/sh` runs it.
-pub const PROLOGUE: &str = r#"if [ -n "${DISPATCH_K8S_WORKDIR:-}" ]; then
+pub(crate) const PROLOGUE: &str = r#"if [ -n "${DISPATCH_K8S_WORKDIR:-}" ]; then
   if ! cd "$DISPATCH_K8S_WORKDIR" 2>/dev/null; then
     msg="dispatch-prologue: working directory $DISPATCH_K8S_WORKDIR does not exist"
     printf '%s\n' "$msg" >&2

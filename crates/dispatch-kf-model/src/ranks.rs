@@ -60,11 +60,6 @@ pub fn rank_zero<'a>(snapshot: &'a Snapshot, train_job: &str) -> Option<&'a Pod>
         .min_by(|a, b| a.meta.name().cmp(b.meta.name()))
 }
 
-/// The Nodes the current execution's pods are bound to, sorted and once each.
-pub fn execution_nodes(snapshot: &Snapshot, train_job: &str) -> Vec<String> {
-    nodes_of(&current_execution(snapshot, train_job))
-}
-
 /// The Nodes `pods` are bound to, sorted and once each.
 pub fn nodes_of(pods: &[&Pod]) -> Vec<String> {
     let mut nodes: Vec<String> =
@@ -133,7 +128,7 @@ mod tests {
             vec![],
         );
         assert_eq!(rank_zero(&s, "tj").map(|p| p.meta.name()), Some("new-0"));
-        assert_eq!(execution_nodes(&s, "tj"), ["n2", "n3"]);
+        assert_eq!(nodes_of(&current_execution(&s, "tj")), ["n2", "n3"]);
     }
 
     #[test]
@@ -143,7 +138,7 @@ mod tests {
             vec![pod("new-0", "2", "0", "0", "n9")],
         );
         assert_eq!(rank_zero(&s, "tj").map(|p| p.meta.name()), None);
-        assert_eq!(execution_nodes(&s, "tj"), ["n9"]);
+        assert_eq!(nodes_of(&current_execution(&s, "tj")), ["n9"]);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::keys;
 
 /// How long Kueue keeps a Workload the gate turned away before it queues it again
 /// (`requeueAfterSeconds` of the check).
-pub const RETRY_AFTER_SECONDS: u32 = 60;
+pub(crate) const RETRY_AFTER_SECONDS: u32 = 60;
 
 /// What the gate does with one Workload's check.
 #[derive(Clone, Debug, PartialEq, Eq)]

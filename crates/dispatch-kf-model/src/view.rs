@@ -4,7 +4,8 @@
 
 use crate::lenient::{Flag, Str, Text};
 use crate::object::{
-    AdmissionCheck, Condition, ContainerStatus, Meta, RawObject, RuntimeRef, Taint, ViewKind,
+    AdmissionCheck, Condition, ContainerStatus, Meta, RawObject, Taint, TrainJobRuntimeRef,
+    ViewKind,
 };
 
 /// What classification reads of a TrainJob.
@@ -17,7 +18,7 @@ pub struct TrainJob<S = String> {
     /// `spec.managedBy`.
     pub managed_by: Text<S>,
     /// `spec.runtimeRef`, when it is an object.
-    pub runtime_ref: Option<RuntimeRef<S>>,
+    pub runtime_ref: Option<TrainJobRuntimeRef<S>>,
     /// `status.conditions`.
     pub conditions: Box<[Condition<S>]>,
 }
@@ -66,7 +67,7 @@ impl<S: Str> Pod<S> {
     }
 
     /// The status of the container named `node`, the trainer step's.
-    pub fn node_container(&self) -> Option<&ContainerStatus<S>> {
+    pub(crate) fn node_container(&self) -> Option<&ContainerStatus<S>> {
         self.container_statuses.iter().find(|c| c.name.get() == Some(crate::keys::NODE_CONTAINER))
     }
 }
@@ -160,7 +161,7 @@ impl<S: Str> From<RawObject<S>> for View<S> {
 }
 
 /// The condition of type `kind` (the last one, should there be several).
-pub fn condition<'a, S: Str>(
+pub(crate) fn condition<'a, S: Str>(
     conditions: &'a [Condition<S>],
     kind: &str,
 ) -> Option<&'a Condition<S>> {
@@ -168,7 +169,7 @@ pub fn condition<'a, S: Str>(
 }
 
 /// The condition of type `kind` when its status is `True`.
-pub fn true_condition<'a, S: Str>(
+pub(crate) fn true_condition<'a, S: Str>(
     conditions: &'a [Condition<S>],
     kind: &str,
 ) -> Option<&'a Condition<S>> {

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use conventions::options_for;
 use dispatch_core::ObjectObs;
-use dispatch_kf_model::{Snapshot, classify, dump, lenient::Shared};
+use dispatch_kf_model::{Shared, Snapshot, classify, dump};
 use jiff::Timestamp;
 use proptest::prelude::*;
 
@@ -47,7 +47,7 @@ fn in_pieces(file: &str, bytes: &[u8], cuts: &[usize]) -> Result<Snapshot<Shared
     reader.finish().map_err(|e| e.message().to_owned())
 }
 
-fn observations<S: dispatch_kf_model::lenient::Str>(
+fn observations<S: dispatch_kf_model::Str>(
     file: &str,
     whole: &Snapshot,
     snapshot: &Snapshot<S>,

@@ -12,9 +12,9 @@
 use std::path::Path;
 
 use dispatch_core::{Error, JobId};
-use dispatch_kf_model::render::request::read_request;
-use dispatch_kf_model::render::token::TokenSuffix;
-use dispatch_kf_model::{Purpose, Settings, SourceRuntime, probe_request, readback, render};
+use dispatch_kf_model::{
+    Purpose, Settings, SourceRuntime, TokenSuffix, probe_request, read_request, readback, render,
+};
 use serde_json::{Value, json};
 
 const DEFAULT_SUFFIX: &str = "0123456789abcdef";

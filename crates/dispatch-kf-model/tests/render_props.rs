@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 
 use dispatch_core::{JobId, JobSpec, Kind, StartRequest, Timespan};
-use dispatch_kf_model::render::token::TokenSuffix;
-use dispatch_kf_model::{Mode, Purpose, Settings, SourceRuntime, read_request, readback, render};
+use dispatch_kf_model::{
+    Mode, Purpose, Settings, SourceRuntime, TokenSuffix, read_request, readback, render,
+};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -190,7 +190,7 @@ async fn a_job_meets_its_success_criteria_then_completes_and_releases_its_pods()
     assert_eq!(js["status"]["replicatedJobsStatus"][0]["succeeded"], 1);
 }
 
-/// Issue #4: a node loss leaves pods Terminating and the Job at FailureTarget until the
+/// A node loss leaves pods Terminating and the Job at FailureTarget until the
 /// Node is deleted; JobSet (which reads only `Failed`) and the Trainer wait with it.
 #[tokio::test]
 async fn a_node_loss_leaves_pods_terminating_and_the_job_at_failure_target_until_the_node_is_deleted()

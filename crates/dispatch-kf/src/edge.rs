@@ -2,7 +2,7 @@
 //! randomness, so that the model below it can take time and tokens as parameters.
 
 use dispatch_core::{CallContext, Error, JobId, Result};
-use dispatch_kf_model::render::token::TokenSuffix;
+use dispatch_kf_model::TokenSuffix;
 use jiff::Timestamp;
 
 /// The wall-clock time, read once per call.

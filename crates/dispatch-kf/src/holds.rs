@@ -1,4 +1,5 @@
-//! Open, Hold and Release (`docs/gates.md`; `docs/backend.md#open-hold-and-release`).
+//! Open, Hold and Release (`docs/start-gate-and-holds.md`;
+//! `docs/backend.md#open-hold-and-release`).
 //! The model decides each edit (`dispatch_kf_model::gates`); this module finds the
 //! object to edit, tells the model what it learned (ended, pods remaining), and writes
 //! with the resource version it read, re-reading on a conflict up to eight tries.

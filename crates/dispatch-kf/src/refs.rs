@@ -4,9 +4,9 @@
 use dispatch_core::{Error, JobId, ObjectKind, ObjectObs, ObjectRef, Result};
 use dispatch_kf_client::Resource;
 use dispatch_kf_client::resources::{JOB_SET, POD, TRAIN_JOB, TRAINING_RUNTIME};
+use dispatch_kf_model::Meta;
 use dispatch_kf_model::Snapshot;
 use dispatch_kf_model::names;
-use dispatch_kf_model::object::Meta;
 
 use crate::Inner;
 

@@ -13,11 +13,12 @@ use dispatch_kf_client::resources::{
     CLUSTER_TRAINING_RUNTIME, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
 };
 use dispatch_kf_client::{Created, Deleted, RequestClass};
-use dispatch_kf_model::capabilities::Writability;
+use dispatch_kf_model::capabilities::{self, Writability};
 use dispatch_kf_model::kueue::{self, NotReady};
-use dispatch_kf_model::render::extensions;
-use dispatch_kf_model::runtime::{RuntimeKind, RuntimeRef, SourceRuntime};
-use dispatch_kf_model::{Mode, Purpose, Rendered, json, keys, readback, render};
+use dispatch_kf_model::{
+    Mode, Purpose, Rendered, RuntimeKind, RuntimeRef, SourceRuntime, json, keys, readback, render,
+    runtime_ref,
+};
 use serde_json::{Value, json};
 
 use crate::{Inner, edge};
@@ -85,7 +86,7 @@ impl Inner {
     ) -> Result<ObjectRef> {
         // 2. The runtime the request names, when it names one of the configured runtimes;
         //    render refuses the rest (3 and 4), before anything is created.
-        let source = match extensions::runtime_ref(&request.spec) {
+        let source = match runtime_ref(&request.spec) {
             Ok(r) if self.settings.runtimes.contains(&r) => self.read_runtime(cx, &r).await?,
             _ => None,
         };
@@ -155,22 +156,13 @@ impl Inner {
         cx: &CallContext,
         spec: &JobSpec,
     ) -> Result<SourceRuntime> {
-        let r = extensions::runtime_ref(spec)?;
+        let r = runtime_ref(spec)?;
         let source = if self.settings.runtimes.contains(&r) {
             self.read_runtime(cx, &r).await?
         } else {
             None
         };
-        let shape = dispatch_kf_model::runtime::rules::JobShape::for_capabilities(
-            spec.nodes,
-            spec.procs_per_node,
-        );
-        dispatch_kf_model::runtime::rules::check(
-            &self.settings.runtimes,
-            &r,
-            source.as_ref(),
-            &shape,
-        )?;
+        capabilities::check_runtime(&self.settings.runtimes, &r, source.as_ref(), spec)?;
         source.ok_or_else(|| Error::unsupported(format!("runtime {r} does not exist")))
     }
 

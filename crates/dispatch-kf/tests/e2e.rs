@@ -22,11 +22,11 @@ use dispatch_kf_model::keys;
 use futures::StreamExt;
 use serde_json::json;
 use suite::{
-    Kind, LOST_NODE, PREEMPTION_NODE, Program, Runtime, World, cx, job, name_an_unlisted_runtime,
-    rank_output, request, request_on, request_with_gpus,
+    BackendOnTarget, Kind, LOST_NODE, PREEMPTION_NODE, Program, Runtime, job,
+    name_an_unlisted_runtime, patient_cx, rank_output, request, request_on, request_with_gpus,
 };
 
-impl World {
+impl BackendOnTarget {
     /// Waits until an opened job runs on its two pods, on admission `admission`.
     async fn until_running(&self, job: &JobId, object: &ObjectRef, admission: u64) -> ObjectObs {
         let what = format!("{} running on admission {admission}", object.name);
@@ -42,14 +42,14 @@ impl World {
 
     /// StopJob, then proves nothing of the job is left.
     async fn stop_leaves_nothing(&self, job: &JobId) {
-        self.backend.stop_job(&cx(), job).await.expect("StopJob");
+        self.backend.stop_job(&patient_cx(), job).await.expect("StopJob");
         self.nothing_of(job, "after StopJob").await;
     }
 
     /// Proves nothing of `job` exists: Find reports no object and nothing in flight, and
     /// the cluster holds no TrainJob, runtime copy, JobSet or pod labelled with it.
     async fn nothing_of(&self, job: &JobId, when: &str) {
-        let found = self.backend.find(&cx(), job).await.expect("Find");
+        let found = self.backend.find(&patient_cx(), job).await.expect("Find");
         assert!(found.objects.is_empty() && found.in_flight.is_none(), "{when}: {found:#?}");
         for kind in Kind::ALL {
             let left = self.labelled(kind, job).await;
@@ -58,10 +58,10 @@ impl World {
     }
 
     /// Starts `job` running `program`, opens it, waits until it ends, records how
-    /// (`World::record`, as `scenario`), and stops it; returns how it ended.
+    /// (`BackendOnTarget::record`, as `scenario`), and stops it; returns how it ended.
     async fn run_to_the_end(&self, scenario: &str, job: &JobId, program: Program) -> ObjectObs {
-        let object = self.backend.start(&cx(), &request(job, program)).await.unwrap();
-        self.backend.open(&cx(), &object).await.unwrap();
+        let object = self.backend.start(&patient_cx(), &request(job, program)).await.unwrap();
+        self.backend.open(&patient_cx(), &object).await.unwrap();
         let ended = self.until_found(job, "the job ended", |o| o.state == ObjectState::Ended).await;
         self.record(scenario, &ended).await;
         self.stop_leaves_nothing(job).await;
@@ -72,16 +72,16 @@ impl World {
 #[tokio::test]
 async fn a_plain_job_runs_is_held_released_and_stops_leaving_nothing() {
     let job = job(1);
-    let w = World::for_job(&job).await;
-    let object = w.backend.start(&cx(), &request(&job, Program::Sleep)).await.unwrap();
+    let w = BackendOnTarget::for_job(&job).await;
+    let object = w.backend.start(&patient_cx(), &request(&job, Program::Sleep)).await.unwrap();
     w.until_found(&job, "the job gated", |o| o.state == ObjectState::Gated).await;
     assert_eq!(w.train_job(&object.name).await.data["spec"]["suspend"], true);
 
-    w.backend.open(&cx(), &object).await.unwrap();
+    w.backend.open(&patient_cx(), &object).await.unwrap();
     let first = w.until_running(&job, &object, 1).await;
     assert_eq!(first.object.uid, object.uid);
 
-    w.backend.hold(&cx(), &object, 1).await.unwrap();
+    w.backend.hold(&patient_cx(), &object, 1).await.unwrap();
     let held = w
         .until_found(&job, "the job held", |o| {
             o.state == ObjectState::Held && o.hold_instance == Some(1)
@@ -93,27 +93,27 @@ async fn a_plain_job_runs_is_held_released_and_stops_leaving_nothing() {
     assert_eq!(train_job.metadata.annotations.unwrap()[keys::ANN_HOLD_INSTANCE], "1");
     w.until_pods_run(&job, &object.name, 0).await;
 
-    w.backend.release(&cx(), &object, 1).await.unwrap();
+    w.backend.release(&patient_cx(), &object, 1).await.unwrap();
     let again = w.until_running(&job, &object, 2).await;
     let (before, after) = (first.execution.unwrap(), again.execution.unwrap());
     assert!(after.index > before.index, "{before:?} then {after:?}");
 
-    w.backend.stop(&cx(), &object).await.unwrap();
+    w.backend.stop(&patient_cx(), &object).await.unwrap();
     w.stop_leaves_nothing(&job).await;
 }
 
 #[tokio::test]
 async fn find_of_a_job_never_started_reports_nothing() {
-    let w = World::new().await;
-    let found = w.backend.find(&cx(), &job(2)).await.unwrap();
+    let w = BackendOnTarget::new().await;
+    let found = w.backend.find(&patient_cx(), &job(2)).await.unwrap();
     assert!(found.objects.is_empty() && found.in_flight.is_none(), "{found:#?}");
 }
 
 #[tokio::test]
 async fn capabilities_answer_for_the_suites_runtime_and_refuse_another() {
-    let w = World::new().await;
+    let w = BackendOnTarget::new().await;
     let spec = request(&job(6), Program::Sleep).spec;
-    let answers = w.backend.capabilities(&cx(), Some(&spec)).await.unwrap();
+    let answers = w.backend.capabilities(&patient_cx(), Some(&spec)).await.unwrap();
     let answer = |c: Capability| (answers[&c].answer, answers[&c].source);
     assert_eq!(answer(Capability::Hold), (Answer::Yes, Source::Probed), "{answers:#?}");
     assert_eq!(answer(Capability::AttemptInjection).0, Answer::Yes);
@@ -122,7 +122,7 @@ async fn capabilities_answer_for_the_suites_runtime_and_refuse_another() {
 
     let mut elsewhere = spec.clone();
     name_an_unlisted_runtime(&mut elsewhere);
-    let err = w.backend.capabilities(&cx(), Some(&elsewhere)).await.unwrap_err();
+    let err = w.backend.capabilities(&patient_cx(), Some(&elsewhere)).await.unwrap_err();
     assert_eq!(err.kind(), Sentinel::Unsupported, "{err}");
 }
 
@@ -132,7 +132,7 @@ type Spoil = fn(&mut StartRequest);
 #[tokio::test]
 async fn start_refuses_a_bad_request_and_creates_nothing() {
     let job = job(3);
-    let w = World::for_job(&job).await;
+    let w = BackendOnTarget::for_job(&job).await;
     let refusals: [(&str, Spoil, Sentinel); 5] = [
         ("no node", |r| r.spec.nodes = 0, Sentinel::Invalid),
         (
@@ -155,7 +155,7 @@ async fn start_refuses_a_bad_request_and_creates_nothing() {
     for (what, spoil, sentinel) in refusals {
         let mut bad = request(&job, Program::Sleep);
         spoil(&mut bad);
-        let err = w.backend.start(&cx(), &bad).await.expect_err(what);
+        let err = w.backend.start(&patient_cx(), &bad).await.expect_err(what);
         assert_eq!(err.kind(), sentinel, "{what}: {err}");
         w.nothing_of(&job, what).await;
     }
@@ -164,14 +164,16 @@ async fn start_refuses_a_bad_request_and_creates_nothing() {
 #[tokio::test]
 async fn a_program_that_exits_zero_ends_succeeded() {
     let job = job(4);
-    let ended = World::for_job(&job).await.run_to_the_end("exit-0", &job, Program::Succeed).await;
+    let ended =
+        BackendOnTarget::for_job(&job).await.run_to_the_end("exit-0", &job, Program::Succeed).await;
     assert_eq!((ended.cause.kind, ended.cause.exit_code), (CauseKind::None, None), "{ended:#?}");
 }
 
 #[tokio::test]
 async fn a_program_that_exits_one_ends_failed_with_its_exit_code() {
     let job = job(5);
-    let ended = World::for_job(&job).await.run_to_the_end("exit-1", &job, Program::Fail).await;
+    let ended =
+        BackendOnTarget::for_job(&job).await.run_to_the_end("exit-1", &job, Program::Fail).await;
     assert_eq!(
         (ended.cause.kind, ended.cause.provenance, ended.cause.exit_code),
         (CauseKind::NonZeroExit, Some(Provenance::Application), Some(1)),
@@ -182,8 +184,10 @@ async fn a_program_that_exits_one_ends_failed_with_its_exit_code() {
 #[tokio::test]
 async fn a_rank_out_of_memory_ends_the_job_out_of_memory() {
     let job = job(7);
-    let ended =
-        World::for_job(&job).await.run_to_the_end("oom", &job, Program::ExhaustMemory).await;
+    let ended = BackendOnTarget::for_job(&job)
+        .await
+        .run_to_the_end("oom", &job, Program::ExhaustMemory)
+        .await;
     assert_eq!(
         (ended.cause.kind, ended.cause.exit_code),
         (CauseKind::OutOfMemory, Some(137)),
@@ -194,7 +198,7 @@ async fn a_rank_out_of_memory_ends_the_job_out_of_memory() {
 #[tokio::test]
 async fn a_missing_working_directory_ends_the_job_launch_failed_with_125() {
     let job = job(8);
-    let ended = World::for_job(&job)
+    let ended = BackendOnTarget::for_job(&job)
         .await
         .run_to_the_end("prologue-125", &job, Program::MissingWorkdir)
         .await;
@@ -208,10 +212,11 @@ async fn a_missing_working_directory_ends_the_job_launch_failed_with_125() {
 #[tokio::test]
 async fn a_kueue_job_is_admitted_by_the_gate_preempted_turned_away_then_readmitted() {
     let job = job(9);
-    let Some(w) = World::for_kueue_job(&job).await else { return };
-    let object = w.backend.start(&cx(), &request_with_gpus(&job, Program::Sleep, 8)).await.unwrap();
+    let Some(w) = BackendOnTarget::for_kueue_job(&job).await else { return };
+    let object =
+        w.backend.start(&patient_cx(), &request_with_gpus(&job, Program::Sleep, 8)).await.unwrap();
     w.until_found(&job, "the job gated", |o| o.state == ObjectState::Gated).await;
-    w.backend.open(&cx(), &object).await.unwrap();
+    w.backend.open(&patient_cx(), &object).await.unwrap();
     let first = w.until_running(&job, &object, 1).await;
 
     let workload = w.workload_of(&object.uid).await;
@@ -233,9 +238,9 @@ async fn a_kueue_job_is_admitted_by_the_gate_preempted_turned_away_then_readmitt
     assert_ne!(turned_away.state, ObjectState::Running, "{turned_away:#?}");
     w.record("kueue-turned-away", &turned_away).await;
 
-    w.backend.hold(&cx(), &object, 1).await.unwrap();
+    w.backend.hold(&patient_cx(), &object, 1).await.unwrap();
     w.until_found(&job, "the job held", |o| o.state == ObjectState::Held).await;
-    w.backend.release(&cx(), &object, 1).await.unwrap();
+    w.backend.release(&patient_cx(), &object, 1).await.unwrap();
     let again = w.until_running(&job, &object, 2).await;
     let (before, after) = (first.execution.unwrap(), again.execution.unwrap());
     assert!(after.index > before.index, "{before:?} then {after:?}");
@@ -246,20 +251,20 @@ async fn a_kueue_job_is_admitted_by_the_gate_preempted_turned_away_then_readmitt
 #[tokio::test]
 async fn a_kueue_job_without_gpus_is_admitted_by_the_gate_and_its_pods_carry_the_count() {
     let job = job(14);
-    let Some(w) = World::for_kueue_job(&job).await else { return };
+    let Some(w) = BackendOnTarget::for_kueue_job(&job).await else { return };
     // No GPU: on the setup's ClusterQueue, which covers `pods`, Kueue still assigns a
     // flavor, so dispatch's admission check applies.
-    let object = w.backend.start(&cx(), &request(&job, Program::Sleep)).await.unwrap();
+    let object = w.backend.start(&patient_cx(), &request(&job, Program::Sleep)).await.unwrap();
     w.until_found(&job, "the job gated", |o| o.state == ObjectState::Gated).await;
-    w.backend.open(&cx(), &object).await.unwrap();
+    w.backend.open(&patient_cx(), &object).await.unwrap();
     let first = w.until_running(&job, &object, 1).await;
     assert!(!first.cause.detail.contains("admitted without"), "{first:#?}");
     assert_eq!(w.pod_admissions(&job, &object.name).await, [Some("1".into()), Some("1".into())]);
 
-    w.backend.hold(&cx(), &object, 1).await.unwrap();
+    w.backend.hold(&patient_cx(), &object, 1).await.unwrap();
     w.until_found(&job, "the job held", |o| o.state == ObjectState::Held).await;
     w.until_pods_run(&job, &object.name, 0).await;
-    w.backend.release(&cx(), &object, 1).await.unwrap();
+    w.backend.release(&patient_cx(), &object, 1).await.unwrap();
     w.until_running(&job, &object, 2).await;
     assert_eq!(w.pod_admissions(&job, &object.name).await, [Some("2".into()), Some("2".into())]);
     w.stop_leaves_nothing(&job).await;
@@ -269,18 +274,18 @@ async fn a_kueue_job_without_gpus_is_admitted_by_the_gate_and_its_pods_carry_the
 async fn a_kueue_job_its_queue_would_not_check_is_refused_at_start_or_reported_running_unguarded() {
     const UNCHECKED: &str = "dispatch-e2e-gpu-only";
     let job = job(15);
-    let Some(w) = World::for_kueue_job(&job).await else { return };
+    let Some(w) = BackendOnTarget::for_kueue_job(&job).await else { return };
     w.apply_queue(UNCHECKED, &["nvidia.com/gpu"]).await;
     let backend = w.backend_on(UNCHECKED).await;
-    backend.stop_job(&cx(), &job).await.expect("StopJob of an earlier run's leftovers");
+    backend.stop_job(&patient_cx(), &job).await.expect("StopJob of an earlier run's leftovers");
 
     // A job without GPUs on a queue that covers only GPUs would get no flavor, and so
     // no admission check: Start refuses it and leaves nothing.
-    let refused = backend.start(&cx(), &request(&job, Program::Sleep)).await.unwrap_err();
+    let refused = backend.start(&patient_cx(), &request(&job, Program::Sleep)).await.unwrap_err();
     assert_eq!(refused.kind(), Sentinel::Rejected, "{refused}");
     assert!(refused.message().contains("requests none of the resources"), "{refused}");
     assert!(w.labelled(Kind::TrainJob, &job).await.is_empty(), "the refused TrainJob remains");
-    backend.stop_job(&cx(), &job).await.expect("StopJob");
+    backend.stop_job(&patient_cx(), &job).await.expect("StopJob");
     w.nothing_of(&job, "after the refused Start").await;
 
     // The queue covers `pods` at Start, and no longer at Open (an administrator's
@@ -289,13 +294,13 @@ async fn a_kueue_job_its_queue_would_not_check_is_refused_at_start_or_reported_r
     // on every Workload, so there the gate admits it as A=1. Either way the job never
     // runs on an unknown execution without saying why.
     w.apply_queue(UNCHECKED, &["nvidia.com/gpu", "pods"]).await;
-    let object = backend.start(&cx(), &request(&job, Program::Sleep)).await.unwrap();
+    let object = backend.start(&patient_cx(), &request(&job, Program::Sleep)).await.unwrap();
     w.apply_queue(UNCHECKED, &["nvidia.com/gpu"]).await;
-    backend.open(&cx(), &object).await.unwrap();
+    backend.open(&patient_cx(), &object).await.unwrap();
     let unguarded = w
         .target
         .until("the job running, on A=1 or reported unguarded", async || {
-            let found = backend.find(&cx(), &job).await.map_err(|e| e.to_string())?;
+            let found = backend.find(&patient_cx(), &job).await.map_err(|e| e.to_string())?;
             match found.objects.as_slice() {
                 [o] if o.state == ObjectState::Running
                     && (o.execution.is_some_and(|e| e.admission == 1)
@@ -313,21 +318,22 @@ async fn a_kueue_job_its_queue_would_not_check_is_refused_at_start_or_reported_r
         assert!(unguarded.cause.detail.contains("admitted without"), "{unguarded:#?}");
     }
     w.record("kueue-unguarded", &unguarded).await;
-    backend.stop_job(&cx(), &job).await.expect("StopJob");
+    backend.stop_job(&patient_cx(), &job).await.expect("StopJob");
     w.nothing_of(&job, "after StopJob").await;
 }
 
 #[tokio::test]
 async fn rank_zeros_output_reads_back_through_output() {
     let job = job(10);
-    let w = World::for_job(&job).await;
-    let object = w.backend.start(&cx(), &request(&job, Program::Sleep)).await.unwrap();
-    w.backend.open(&cx(), &object).await.unwrap();
+    let w = BackendOnTarget::for_job(&job).await;
+    let object = w.backend.start(&patient_cx(), &request(&job, Program::Sleep)).await.unwrap();
+    w.backend.open(&patient_cx(), &object).await.unwrap();
     w.until_running(&job, &object, 1).await;
     let printed = w
         .target
         .until("rank 0's output", async || {
-            let stream = w.backend.output(&cx(), &job, 1, OutputStream::Stdout, false).await;
+            let stream =
+                w.backend.output(&patient_cx(), &job, 1, OutputStream::Stdout, false).await;
             let chunks: Vec<_> = stream.map_err(|e| e.to_string())?.collect().await;
             let bytes: Vec<u8> = chunks.into_iter().flatten().flatten().collect();
             let text = String::from_utf8(bytes).map_err(|e| e.to_string())?;
@@ -341,10 +347,10 @@ async fn rank_zeros_output_reads_back_through_output() {
 #[tokio::test]
 async fn a_jobset_restart_is_a_new_execution_of_the_same_admission() {
     let job = job(11);
-    let w = World::for_job(&job).await;
+    let w = BackendOnTarget::for_job(&job).await;
     let request = request_on(&job, Program::FailFirstAttempt, Runtime::Restarting);
-    let object = w.backend.start(&cx(), &request).await.unwrap();
-    w.backend.open(&cx(), &object).await.unwrap();
+    let object = w.backend.start(&patient_cx(), &request).await.unwrap();
+    w.backend.open(&patient_cx(), &object).await.unwrap();
     let restarted = w
         .until_found(&job, "the JobSet restarted and running", |o| {
             o.state == ObjectState::Running && o.execution.is_some_and(|e| e.restart_attempt == 1)
@@ -360,13 +366,13 @@ async fn a_jobset_restart_is_a_new_execution_of_the_same_admission() {
 #[tokio::test]
 async fn the_scheduler_preempting_a_rank_ends_the_job_preempted() {
     let job = job(12);
-    let w = World::for_job(&job).await;
+    let w = BackendOnTarget::for_job(&job).await;
     w.own_node(PREEMPTION_NODE, 8).await;
     let watched = w.watch(&job);
     let mut request = request_on(&job, Program::Sleep, Runtime::OnOwnNode(PREEMPTION_NODE));
     request.spec.gpus_per_node = 4;
-    let object = w.backend.start(&cx(), &request).await.unwrap();
-    w.backend.open(&cx(), &object).await.unwrap();
+    let object = w.backend.start(&patient_cx(), &request).await.unwrap();
+    w.backend.open(&patient_cx(), &object).await.unwrap();
     w.until_running(&job, &object, 1).await;
 
     let ranks = w.ranks(&job, &object.name).await;
@@ -388,12 +394,12 @@ async fn the_scheduler_preempting_a_rank_ends_the_job_preempted() {
 #[tokio::test]
 async fn a_lost_node_is_node_lost_and_ceased_only_once_out_of_service() {
     let job = job(13);
-    let w = World::for_job(&job).await;
+    let w = BackendOnTarget::for_job(&job).await;
     w.own_node(LOST_NODE, 8).await;
     let watched = w.watch(&job);
     let request = request_on(&job, Program::Sleep, Runtime::OnOwnNode(LOST_NODE));
-    let object = w.backend.start(&cx(), &request).await.unwrap();
-    w.backend.open(&cx(), &object).await.unwrap();
+    let object = w.backend.start(&patient_cx(), &request).await.unwrap();
+    w.backend.open(&patient_cx(), &object).await.unwrap();
     w.until_running(&job, &object, 1).await;
 
     w.target.lose_node(w.kube(), LOST_NODE).await;
@@ -401,7 +407,7 @@ async fn a_lost_node_is_node_lost_and_ceased_only_once_out_of_service() {
         .until_watched(&watched, "the job's node lost", |o| o.cause.kind == CauseKind::NodeLost)
         .await;
     assert_ne!(lost.state, ObjectState::Ended, "{lost:#?}");
-    let cessation = w.backend.ceased(&cx(), &object).await.unwrap();
+    let cessation = w.backend.ceased(&patient_cx(), &object).await.unwrap();
     assert!(!cessation.ceased, "an unreachable node may still run its ranks: {cessation:#?}");
     w.until_watched(&watched, "the ranks evicted", |o| o.cause.detail.contains("terminating"))
         .await;
@@ -409,7 +415,7 @@ async fn a_lost_node_is_node_lost_and_ceased_only_once_out_of_service() {
     w.target.take_out_of_service(w.kube(), LOST_NODE).await;
     let ended = w.until_watched(&watched, "the job ended", |o| o.state == ObjectState::Ended).await;
     assert_eq!(ended.cause.kind, CauseKind::NodeLost, "{ended:#?}");
-    let cessation = w.backend.ceased(&cx(), &object).await.unwrap();
+    let cessation = w.backend.ceased(&patient_cx(), &object).await.unwrap();
     let nodes: Vec<&str> = cessation.nodes.iter().map(|n| n.node.as_str()).collect();
     assert!(cessation.ceased && nodes == [LOST_NODE], "{cessation:#?}");
     w.record("node-lost", &ended).await;
@@ -424,7 +430,7 @@ async fn a_train_job_made_by_hand_is_explained_running_and_foreign() {
     use dispatch_kf::{Explain, ModeChoice, Scope, explain};
     use kube::api::{DeleteParams, PostParams};
     const NAME: &str = "dispatch-e2e-by-hand";
-    let w = World::new().await;
+    let w = BackendOnTarget::new().await;
     let train_jobs = w.objects(Kind::TrainJob);
     let cluster = dispatch_kf_client::Cluster::from_kube_config(
         w.target.config().await,
@@ -436,7 +442,7 @@ async fn a_train_job_made_by_hand_is_explained_running_and_foreign() {
         mode: ModeChoice::Auto,
         backend: "kubeflow-e2e",
     };
-    let gone = async || match explain(&cluster, &cx(), named).await {
+    let gone = async || match explain(&cluster, &patient_cx(), named).await {
         Err(e) if e.is(Sentinel::NotFound) => Ok(()),
         other => Err(format!("{other:#?}")),
     };
@@ -456,7 +462,7 @@ async fn a_train_job_made_by_hand_is_explained_running_and_foreign() {
     let running = w
         .target
         .until("the TrainJob made by hand running", async || {
-            let obs = explain(&cluster, &cx(), named).await.map_err(|e| e.to_string())?;
+            let obs = explain(&cluster, &patient_cx(), named).await.map_err(|e| e.to_string())?;
             match obs.as_slice() {
                 [one] if one.state == ObjectState::Running => Ok(one.clone()),
                 other => Err(format!("{other:#?}")),
@@ -466,7 +472,7 @@ async fn a_train_job_made_by_hand_is_explained_running_and_foreign() {
     assert!(running.foreign, "{running:#?}");
     assert!(running.cause.detail.contains(&format!("name {NAME} is not one dispatch makes")));
     let namespace = Explain { scope: Scope::Namespace(suite::NAMESPACE), ..named };
-    let all = explain(&cluster, &cx(), namespace).await.unwrap();
+    let all = explain(&cluster, &patient_cx(), namespace).await.unwrap();
     assert!(all.iter().any(|o| o.object == running.object), "{all:#?}");
 
     train_jobs.delete(NAME, &DeleteParams::background()).await.expect("delete");

@@ -106,7 +106,7 @@ async fn with_the_gate_proven_start_waits_for_a_gated_workload_and_holds_go_on_i
 }
 
 #[tokio::test]
-/// Issue 15, item 5: jobs used to start, and after a preemption Hold and Release could
+/// Jobs used to start, and after a preemption Hold and Release could
 /// not readmit them.
 async fn kueue_mode_without_permission_to_update_workloads_is_observe_only_naming_it() {
     let sim = cluster().await;
@@ -377,7 +377,7 @@ async fn a_pods_ready_timeout_eviction_is_requeued() {
     assert!(obs.cause.detail.contains("PodsReadyTimeout"), "{}", obs.cause.detail);
 }
 
-/// Issue 15, item 10: Factory asks about every verb the adapter uses. Without the writes
+/// Factory asks about every verb the adapter uses. Without the writes
 /// the Backend observes only, naming each missing one, and probes nothing; without the
 /// deletes of orphans it still writes, and says what StopJob cannot do.
 #[tokio::test]

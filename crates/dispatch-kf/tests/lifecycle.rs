@@ -1,6 +1,6 @@
 //! Open, Hold, Release, Inspect, Stop and StopJob on the simulated cluster, in plain
-//! mode: the hold family's rules of `docs/gates.md` and the reference checks of
-//! `docs/errors.md#the-adapters-own-refusals`.
+//! mode: the hold family's rules of `docs/start-gate-and-holds.md` and the reference
+//! checks of `docs/errors.md#the-adapters-own-refusals`.
 
 use std::time::Duration;
 
@@ -253,7 +253,7 @@ async fn stop_job_whose_call_ends_while_objects_remain_is_unreachable() {
     assert!(err.message().contains("remain"), "{}", err.message());
 }
 
-/// Issue 15, item 6: a deadline that passes while the hold family reads is Rejected
+/// A deadline that passes while the hold family reads is Rejected
 /// with the fixed message, as one passing before its write: nothing was written.
 #[tokio::test]
 async fn a_deadline_that_passes_while_the_hold_family_reads_is_rejected() {
@@ -274,7 +274,7 @@ async fn a_deadline_that_passes_while_the_hold_family_reads_is_rejected() {
     assert_eq!(admission(&sim, &object.name), "0", "nothing was written");
 }
 
-/// Issue 15, item 6: the decision (ended? pods remain?) is taken again on every try,
+/// The decision (ended? pods remain?) is taken again on every try,
 /// from what was just read: a TrainJob that ends while Hold reads it is not held.
 #[tokio::test(start_paused = true)]
 async fn a_hold_decides_again_from_what_it_just_read_so_a_train_job_that_ended_meanwhile_is_not_held()
@@ -314,7 +314,7 @@ async fn a_hold_decides_again_from_what_it_just_read_so_a_train_job_that_ended_m
     );
 }
 
-/// Issue 15, item 4: StopJob said done while a TrainJob create that went unanswered
+/// StopJob said done while a TrainJob create that went unanswered
 /// could still land. Until the in-flight mark expires it waits; a call that ends first
 /// is Unreachable, saying why.
 #[tokio::test]
@@ -331,7 +331,7 @@ async fn stop_job_with_a_create_in_flight_is_unreachable_until_the_mark_expires(
     assert!(names(&sim, "trainingruntimes").is_empty(), "what exists was deleted meanwhile");
 }
 
-/// Issue 15, item 4: once the mark expires, StopJob looks again and is done.
+/// Once the mark expires, StopJob looks again and is done.
 #[tokio::test]
 async fn stop_job_with_a_create_in_flight_returns_once_the_mark_expires() {
     let sim = cluster().await;

@@ -273,7 +273,7 @@ async fn a_stop_answered_with_a_conflict_while_the_train_job_remains_is_outcome_
     );
 }
 
-/// Issue 15, item 2: a refused create of the runtime copy was taken for "it exists",
+/// A refused create of the runtime copy was taken for "it exists",
 /// read, and ended as NotFound, which the supervisor takes for an unknown outcome.
 #[tokio::test]
 async fn a_refused_copy_create_is_rejected_not_not_found() {
@@ -286,7 +286,7 @@ async fn a_refused_copy_create_is_rejected_not_not_found() {
     assert_nothing_left(&sim);
 }
 
-/// Issue 15, item 3: a Start retried after an unanswered TrainJob create reuses the
+/// A Start retried after an unanswered TrainJob create reuses the
 /// unowned copy, meets the earlier TrainJob, and must not delete the copy it runs on.
 #[tokio::test]
 async fn a_retry_that_meets_the_earlier_train_job_leaves_the_copy_it_runs_on() {
@@ -309,7 +309,7 @@ async fn a_retry_that_meets_the_earlier_train_job_leaves_the_copy_it_runs_on() {
     assert_eq!(names(&sim, "trainingruntimes"), vec![name], "the copy it runs on stays");
 }
 
-/// Issue 15, item 3: when the TrainJob's create is refused definitely, Start deletes
+/// When the TrainJob's create is refused definitely, Start deletes
 /// the copy it made, by UID: a copy of the name made since by someone else stays.
 #[tokio::test]
 async fn a_refused_train_job_create_deletes_only_the_copy_this_call_made() {
@@ -337,7 +337,7 @@ async fn a_refused_train_job_create_deletes_only_the_copy_this_call_made() {
     );
 }
 
-/// Issue 15, item 8: a probe whose TrainJob create went unanswered (it landed) used to
+/// A probe whose TrainJob create went unanswered (it landed) used to
 /// leave its TrainJob and copy behind.
 #[tokio::test]
 async fn a_probe_whose_train_job_create_went_unanswered_leaves_nothing_behind() {
@@ -352,7 +352,7 @@ async fn a_probe_whose_train_job_create_went_unanswered_leaves_nothing_behind() 
     assert_nothing_left(&sim);
 }
 
-/// Issue 15, item 8: the probe's clean-up used the caller's context, which had just
+/// The probe's clean-up used the caller's context, which had just
 /// ended, so the probe's TrainJob stayed.
 #[tokio::test]
 async fn a_probe_whose_call_ends_during_its_hold_is_still_cleaned_up() {
@@ -366,7 +366,7 @@ async fn a_probe_whose_call_ends_during_its_hold_is_still_cleaned_up() {
     assert!(names(&sim, "trainjobs").is_empty(), "{:?}", names(&sim, "trainjobs"));
 }
 
-/// Issue 15, item 8: with default waits, plain mode on a cluster that serves Kueue made
+/// With default waits, plain mode on a cluster that serves Kueue made
 /// the probe look for a Workload for `timeouts.workload` (60 s) inside a call of 30 s,
 /// so Factory failed at its deadline and left the probe's objects behind.
 #[tokio::test]

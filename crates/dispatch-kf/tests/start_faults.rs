@@ -113,7 +113,7 @@ proptest! {
             }
             Err(e) => {
                 // Unauthorized (a forbidden request): the supervisor treats it as an
-                // unknown outcome. NotFound is never an answer of Start (issue 15, item 2).
+                // unknown outcome. NotFound is never an answer of Start.
                 prop_assert!(e.is(Kind::Unauthorized), "{:?}; faults {:?}", e, faults);
             }
         }

@@ -59,7 +59,7 @@ async fn a_burst_of_changes_makes_one_find() {
     assert_eq!(finds, 1, "one Find for a burst of 50 changes");
 }
 
-/// Issue 15, item 1: a watch connection the server ends (its `timeoutSeconds`, a
+/// A watch connection the server ends (its `timeoutSeconds`, a
 /// restart) is resumed from the last resource version, as kube-runtime's watcher does:
 /// the Watch goes on, and it ends cleanly only when the call ends.
 #[tokio::test]
@@ -81,7 +81,7 @@ async fn a_watch_the_server_closes_resumes_and_ends_only_with_its_call() {
     assert!(end.is_none(), "the call's end is a clean end: {end:?}");
 }
 
-/// Issue 15, item 11: a Find that fails ends the Watch with an error saying why.
+/// A Find that fails ends the Watch with an error saying why.
 #[tokio::test]
 async fn a_failed_find_ends_the_watch_saying_why() {
     let sim = cluster().await;
@@ -145,7 +145,7 @@ fn watch_connections(sim: &dispatch_kf_sim::Sim) -> usize {
     sim.requests().iter().filter(|r| r.verb == "watch").count()
 }
 
-/// Issue 16, item 1: the Backend keeps one watch per kind for all of its Watch calls:
+/// The Backend keeps one watch per kind for all of its Watch calls:
 /// more Watches open no new connection, each Watch hears only of its own job, and one
 /// ending leaves the others alone.
 #[tokio::test]
@@ -180,7 +180,7 @@ async fn watches_share_one_connection_per_kind_and_end_alone() {
     assert_eq!(watch_connections(&sim), 0);
 }
 
-/// Issue 16, item 1: a shared watch whose apiserver stays unreachable ends every Watch
+/// A shared watch whose apiserver stays unreachable ends every Watch
 /// that relies on it with an error; the next Watch starts it anew.
 #[tokio::test]
 async fn a_shared_watch_that_fails_ends_every_watch_and_the_next_starts_it_anew() {

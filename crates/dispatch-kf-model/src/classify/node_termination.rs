@@ -7,14 +7,15 @@
 use dispatch_core::{CauseKind, Provenance};
 
 use crate::keys;
+use crate::prologue::EXIT_NO_WORKDIR;
 
 /// What a row matches of `state.terminated` (else `lastState.terminated`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Matches {
     /// The reason is one of these.
     Reason(&'static [&'static str]),
-    /// Exit 125 with a message beginning `dispatch-prologue:` ([`keys::PROLOGUE_NAME`]
-    /// and a colon): dispatch's prologue.
+    /// Exit 125 ([`EXIT_NO_WORKDIR`]) with a message beginning `dispatch-prologue:`
+    /// ([`keys::PROLOGUE_NAME`] and a colon): dispatch's prologue.
     Prologue,
     /// The exit code is one of these.
     Exit(&'static [i64]),
@@ -65,7 +66,9 @@ pub(crate) fn classify_with(
     rows.iter()
         .find(|(m, _, _)| match m {
             Matches::Reason(reasons) => reasons.contains(&reason),
-            Matches::Prologue => exit == Some(125) && is_prologue_message(message),
+            Matches::Prologue => {
+                exit == Some(i64::from(EXIT_NO_WORKDIR)) && is_prologue_message(message)
+            }
             Matches::Exit(codes) => exit.is_some_and(|e| codes.contains(&e)),
             Matches::OtherNonZeroExit => exit.is_some(),
             Matches::OtherReasonOrNonZeroExit => exit.is_some() || !reason.is_empty(),

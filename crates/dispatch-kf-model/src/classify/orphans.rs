@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use dispatch_core::{Cause, CauseKind, Execution, ObjectKind, ObjectState};
 
 use super::execution;
-use super::index::Index;
+use super::index::{Index, PodRef};
 use super::situation::terminating;
 use super::text::JOIN;
 use crate::keys;
@@ -78,19 +78,40 @@ fn job_set_is_orphan<S: Str>(index: &Index<'_, S>, js: &JobSet<S>) -> bool {
     is_orphan(index, &js.meta, js.meta.name())
 }
 
-/// Every orphan of the snapshot.
+/// Every orphan of the snapshot: JobSets, then live pods, then runtime copies.
 pub(crate) fn find<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<Orphan> {
+    let mut out = orphan_job_sets(snapshot, index);
+    out.extend(orphan_pods(index));
+    out.extend(orphan_runtime_copies(snapshot, index));
+    out
+}
+
+impl Orphan {
+    /// The orphan `meta` names, its submission read from its name or label.
+    fn new<S: Str>(
+        kind: ObjectKind,
+        meta: &Meta<S>,
+        state: ObjectState,
+        cause: Cause,
+        execution: Option<Execution>,
+    ) -> Orphan {
+        Orphan {
+            kind,
+            ns: meta.namespace().to_owned(),
+            name: meta.name().to_owned(),
+            uid: meta.uid().to_owned(),
+            submission: submission_of(meta.name(), meta),
+            state,
+            cause,
+            execution,
+        }
+    }
+}
+
+/// dispatch's JobSets with no live TrainJob: ended once Completed or Failed, else
+/// running, with the execution of their live pods.
+fn orphan_job_sets<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<Orphan> {
     let mut out = Vec::new();
-    let orphan = |kind, meta: &Meta<S>, state, cause, execution| Orphan {
-        kind,
-        ns: meta.namespace().to_owned(),
-        name: meta.name().to_owned(),
-        uid: meta.uid().to_owned(),
-        submission: submission_of(meta.name(), meta),
-        state,
-        cause,
-        execution,
-    };
     for js in &snapshot.job_sets {
         let meta = &js.meta;
         if !is_dispatch_name_or_labelled(meta) || !job_set_is_orphan(index, js) {
@@ -103,65 +124,98 @@ pub(crate) fn find<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<
         let pods = index.pods_of(meta.namespace(), meta.name(), None);
         let exec = execution::current(pods.iter().filter(|p| !p.captured).filter_map(|p| p.exec));
         let cause = detail(ObjectKind::JobSet, meta.name(), owner, Vec::new());
-        out.push(orphan(ObjectKind::JobSet, meta, state, cause, exec));
+        out.push(Orphan::new(ObjectKind::JobSet, meta, state, cause, exec));
     }
+    out
+}
+
+/// dispatch's live pods whose TrainJob is gone or whose JobSet is an orphan.
+fn orphan_pods<S: Str>(index: &Index<'_, S>) -> Vec<Orphan> {
+    let mut out = Vec::new();
     // A JobSet's pods stand together in a dump: once one is found live by its
     // `jobset-name` label (a TrainJob of that name, the JobSet no orphan), the next pods
     // of the same label are too, and are not looked up again.
     let mut settled: Option<(&str, &str)> = None;
     for p in index.pods.iter().filter(|p| !p.captured) {
-        let (pod, meta) = (p.pod, &p.pod.meta);
-        let ns = meta.namespace();
-        let job_label = p.job_id;
-        // The name the job-id and submission labels make: built only when the JobSet
-        // label does not settle the question, so a pod of a live job costs no copy.
-        let made = || {
-            job_label.zip(p.submission).and_then(|(id, n)| {
-                let job = dispatch_core::JobId::parse(id).ok()?;
-                let n = names::parse_submission_label(n)?;
-                Some(names::make(&job, n))
-            })
-        };
+        let ns = p.pod.meta.namespace();
         let label = p.jobset;
         if label.is_some() && settled == label.map(|label| (ns, label)) {
             continue;
         }
-        let jobset: Cow<'_, str> = match label {
-            Some(label) => Cow::Borrowed(label),
-            None => match made() {
-                Some(name) => Cow::Owned(name),
-                None => continue,
-            },
-        };
-        if job_label.is_none() && names::parse(&jobset).is_none() {
-            continue;
+        match pod_owner(index, p) {
+            PodOwner::NotDispatchs | PodOwner::Live { by_label: false } => {}
+            PodOwner::Live { by_label: true } => settled = label.map(|label| (ns, label)),
+            PodOwner::Orphan(o) => out.push(o),
         }
-        let has_train_job = |name: &str| !index.train_jobs(ns, name).is_empty();
-        // The pod's own name also says whose it is: a label removed must not make it an
-        // orphan (a removed label contradicts nothing).
-        let named = || names::parse_prefix(meta.name()).map(|(job, n)| names::make(&job, n));
-        let by_label = has_train_job(&jobset);
-        let live = by_label
-            || made().is_some_and(|n| has_train_job(&n))
-            || named().is_some_and(|n| has_train_job(&n));
-        let js = index.job_set(ns, &jobset);
-        if live && !js.is_some_and(|js| job_set_is_orphan(index, js)) {
-            if by_label {
-                settled = label.map(|label| (ns, label));
-            }
-            continue;
-        }
-        let owner = js.and_then(|js| js.meta.controller()).and_then(|o| o.uid.get());
-        let state = if pod.is_terminal() { ObjectState::Ended } else { ObjectState::Running };
-        let notes = terminating(pod).into_iter().collect();
-        let cause = detail(ObjectKind::Pod, meta.name(), owner, notes);
-        let mut o = orphan(ObjectKind::Pod, meta, state, cause, execution::of_pod(pod));
-        o.submission = p
-            .submission
-            .and_then(names::parse_submission_label)
-            .unwrap_or_else(|| submission_of(&jobset, meta));
-        out.push(o);
     }
+    out
+}
+
+/// Whose a live pod is, as far as orphans go.
+enum PodOwner {
+    /// Not dispatch's: neither its labels nor its name make one of dispatch's names.
+    NotDispatchs,
+    /// A live TrainJob's; `by_label` when the TrainJob has its `jobset-name` label's
+    /// name.
+    Live { by_label: bool },
+    /// Nobody's: an orphan.
+    Orphan(Orphan),
+}
+
+/// Whose the live pod `p` is: a TrainJob that has its `jobset-name` label's name, the
+/// name its job-id and submission labels make or the name its own name begins with,
+/// unless its JobSet is an orphan.
+fn pod_owner<S: Str>(index: &Index<'_, S>, p: &PodRef<'_, S>) -> PodOwner {
+    let (pod, meta) = (p.pod, &p.pod.meta);
+    let ns = meta.namespace();
+    let job_label = p.job_id;
+    // The name the job-id and submission labels make: built only when the JobSet
+    // label does not settle the question, so a pod of a live job costs no copy.
+    let made = || {
+        job_label.zip(p.submission).and_then(|(id, n)| {
+            let job = dispatch_core::JobId::parse(id).ok()?;
+            let n = names::parse_submission_label(n)?;
+            Some(names::make(&job, n))
+        })
+    };
+    let label = p.jobset;
+    let jobset: Cow<'_, str> = match label {
+        Some(label) => Cow::Borrowed(label),
+        None => match made() {
+            Some(name) => Cow::Owned(name),
+            None => return PodOwner::NotDispatchs,
+        },
+    };
+    if job_label.is_none() && names::parse(&jobset).is_none() {
+        return PodOwner::NotDispatchs;
+    }
+    let has_train_job = |name: &str| !index.train_jobs(ns, name).is_empty();
+    // The pod's own name also says whose it is: a label removed must not make it an
+    // orphan (a removed label contradicts nothing).
+    let named = || names::parse_prefix(meta.name()).map(|(job, n)| names::make(&job, n));
+    let by_label = has_train_job(&jobset);
+    let live = by_label
+        || made().is_some_and(|n| has_train_job(&n))
+        || named().is_some_and(|n| has_train_job(&n));
+    let js = index.job_set(ns, &jobset);
+    if live && !js.is_some_and(|js| job_set_is_orphan(index, js)) {
+        return PodOwner::Live { by_label };
+    }
+    let owner = js.and_then(|js| js.meta.controller()).and_then(|o| o.uid.get());
+    let state = if pod.is_terminal() { ObjectState::Ended } else { ObjectState::Running };
+    let notes = terminating(pod).into_iter().collect();
+    let cause = detail(ObjectKind::Pod, meta.name(), owner, notes);
+    let mut o = Orphan::new(ObjectKind::Pod, meta, state, cause, execution::of_pod(pod));
+    o.submission = p
+        .submission
+        .and_then(names::parse_submission_label)
+        .unwrap_or_else(|| submission_of(&jobset, meta));
+    PodOwner::Orphan(o)
+}
+
+/// dispatch's runtime copies with no live TrainJob: ended, with no execution.
+fn orphan_runtime_copies<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<Orphan> {
+    let mut out = Vec::new();
     for rt in &snapshot.runtimes {
         let meta = &rt.meta;
         if !is_dispatch_name_or_labelled(meta) || !is_orphan(index, meta, meta.name()) {
@@ -169,7 +223,7 @@ pub(crate) fn find<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<
         }
         let owner = meta.controller().and_then(|o| o.uid.get());
         let cause = detail(ObjectKind::TrainingRuntime, meta.name(), owner, Vec::new());
-        out.push(orphan(ObjectKind::TrainingRuntime, meta, ObjectState::Ended, cause, None));
+        out.push(Orphan::new(ObjectKind::TrainingRuntime, meta, ObjectState::Ended, cause, None));
     }
     out
 }

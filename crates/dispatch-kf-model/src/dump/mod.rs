@@ -7,7 +7,7 @@
 //! and tools use it to stand for the Backend's captured evidence). Several files merge
 //! into one snapshot, in the order given; objects are not deduplicated.
 //!
-//! The bytes are read straight into the lenient views ([`crate::object`]), never into a
+//! The bytes are read straight into the lenient views ([`crate::view`]), never into a
 //! `serde_json::Value`, one item at a time (`dump/document.rs`): [`read`] reads bytes held
 //! whole; a [`Reader`] is given a file a piece at a time, keeps each item as its views
 //! the moment it is read, and holds no more of the file than the piece being read, so a
@@ -30,17 +30,6 @@ pub fn read(file: &str, bytes: &[u8]) -> Result<Snapshot, Error> {
     let mut document = Document::new(file);
     let consumed = document.advance(bytes, true)?;
     document.finish(&bytes[consumed..])
-}
-
-/// Reads several files into one snapshot, in order.
-pub fn read_all<'a>(
-    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
-) -> Result<Snapshot, Error> {
-    let mut snapshot = Snapshot::default();
-    for (file, bytes) in files {
-        snapshot.extend(read(file, bytes)?);
-    }
-    Ok(snapshot)
 }
 
 /// Reads one file given a piece at a time, as [`read`] reads it whole: the caller

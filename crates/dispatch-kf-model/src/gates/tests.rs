@@ -1,4 +1,4 @@
-//! One test per rule of the hold family (`docs/gates.md`).
+//! One test per rule of the hold family (`docs/start-gate-and-holds.md`).
 
 use dispatch_core::Kind;
 use serde_json::{Value, json};

@@ -19,7 +19,7 @@ fn place(key: &str) -> Option<usize> {
 }
 
 /// A map of strings (labels, annotations) that keeps only the keys classification reads
-/// ([`crate::keys::READ_BY_CLASSIFICATION`]) and only when their value is a string; a
+/// (`keys::READ_BY_CLASSIFICATION`) and only when their value is a string; a
 /// value that is not an object is an empty map. Other entries are skipped unread.
 ///
 /// Which of the kept keys are there is a mask of their places; their values follow in

@@ -28,12 +28,12 @@ const VARIABLES: [(&str, Source); 6] = [
 ];
 
 /// How many variables dispatch adds without a WorkDir.
-pub const DISPATCH_VARIABLES: usize = VARIABLES.len();
+pub(super) const DISPATCH_VARIABLES: usize = VARIABLES.len();
 
 /// `G × 10^6 + N`: the first part of a training program's fencing epoch
 /// `DISPATCH_K8S_EPOCH_PREFIX × 10^6 + A + J`. Both arguments are in range (checked
 /// before render gets here), so this never overflows.
-pub fn epoch_prefix(generation: i64, submission: i64) -> i64 {
+pub(super) fn epoch_prefix(generation: i64, submission: i64) -> i64 {
     generation * 1_000_000 + submission
 }
 

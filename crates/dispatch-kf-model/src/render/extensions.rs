@@ -34,7 +34,7 @@ fn treatment(name: &str) -> Treatment {
 
 /// The required extensions, decoded.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Decoded {
+pub(super) struct Decoded {
     /// The container image.
     pub image: String,
     /// The runtime to copy.
@@ -44,7 +44,7 @@ pub struct Decoded {
 /// Decodes the spec's extensions. Problems with the required ones are reported first,
 /// all at once, as `Invalid`; then every extension this adapter does not support, as
 /// `Unsupported`.
-pub fn decode(spec: &JobSpec) -> Result<Decoded, Error> {
+pub(super) fn decode(spec: &JobSpec) -> Result<Decoded, Error> {
     let mut invalid = Vec::new();
     let image = match spec.image() {
         None => {

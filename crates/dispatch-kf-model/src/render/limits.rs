@@ -10,10 +10,10 @@ use dispatch_core::{Error, JobSpec};
 use super::env::DISPATCH_VARIABLES;
 
 /// The most items the Trainer allows in `spec.trainer.command` and `spec.trainer.env`.
-pub const TRAINER_MAX_ITEMS: usize = 128;
+pub(super) const TRAINER_MAX_ITEMS: usize = 128;
 /// The items the prologue puts before the job's command: `/bin/sh`, `-c`, the script
 /// and `dispatch-prologue`.
-pub const PROLOGUE_ITEMS: usize = 4;
+pub(super) const PROLOGUE_ITEMS: usize = 4;
 
 /// One limit: the field, how many items the job gives, how many dispatch adds.
 type Limit = (&'static str, fn(&JobSpec) -> usize, fn(&JobSpec) -> usize, &'static str);
@@ -36,7 +36,7 @@ type Field = (&'static str, fn(&JobSpec) -> i64);
 const INT32_FIELDS: [Field; 2] = [("nodes", |s| s.nodes), ("procsPerNode", |s| s.procs_per_node)];
 
 /// Every limit the spec passes, reported at once as one `Invalid` error.
-pub fn check(spec: &JobSpec) -> Result<(), Error> {
+pub(super) fn check(spec: &JobSpec) -> Result<(), Error> {
     let mut problems = Vec::new();
     for (field, given, added, why) in LIMITS {
         let (given, added) = (given(spec), added(spec));

@@ -14,12 +14,16 @@
 //! Nothing here reads a clock or draws a random number: the attempt token's suffix is a
 //! parameter, so the same inputs always render the same bytes.
 
-pub mod env;
-pub mod extensions;
-pub mod limits;
+mod env;
+mod extensions;
+mod limits;
 mod objects;
-pub mod request;
-pub mod token;
+mod request;
+mod token;
+
+pub use extensions::runtime_ref;
+pub use request::read_request;
+pub use token::TokenSuffix;
 
 use dispatch_core::{Error, JobId, JobSpec, StartRequest, ext};
 use serde_json::{Value, json};
@@ -30,7 +34,7 @@ use crate::runtime::SourceRuntime;
 use crate::runtime::rules::{self, JobShape};
 use crate::settings::Settings;
 use objects::Parts;
-use token::{AttemptToken, TokenSuffix};
+use token::AttemptToken;
 
 /// What the render is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -45,7 +45,7 @@ pub fn read_request(bytes: &[u8]) -> Result<StartRequest, Error> {
 }
 
 /// Reads a [`StartRequest`] from a parsed document; see [`read_request`].
-pub fn request_from_value(doc: &Value) -> Result<StartRequest, Error> {
+pub(super) fn request_from_value(doc: &Value) -> Result<StartRequest, Error> {
     let top = Obj::new("request", "", doc, FIELDS)?;
     let job_text = top.required("job", top.str("job")?)?;
     let job = JobId::parse(job_text).map_err(|_| {

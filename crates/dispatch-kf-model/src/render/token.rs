@@ -15,7 +15,7 @@ pub struct TokenSuffix(String);
 
 impl TokenSuffix {
     /// The number of hex characters.
-    pub const LEN: usize = 16;
+    pub(crate) const LEN: usize = 16;
 
     /// Checks `hex`: exactly 16 characters of `0-9a-f`, else `Invalid`.
     pub fn parse(hex: &str) -> Result<TokenSuffix, Error> {
@@ -43,22 +43,17 @@ impl TokenSuffix {
 
 /// `<attempt>-<suffix>`: the value of the `attempt-token` annotation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct AttemptToken {
+pub(super) struct AttemptToken {
     attempt: u64,
     suffix: TokenSuffix,
 }
 
 impl AttemptToken {
     /// The token of `attempt` (0 or more, else `Invalid`) with `suffix`.
-    pub fn new(attempt: i64, suffix: &TokenSuffix) -> Result<AttemptToken, Error> {
+    pub(super) fn new(attempt: i64, suffix: &TokenSuffix) -> Result<AttemptToken, Error> {
         let attempt = u64::try_from(attempt)
             .map_err(|_| Error::invalid(format!("attempt is {attempt}: want 0 or more")))?;
         Ok(AttemptToken { attempt, suffix: suffix.clone() })
-    }
-
-    /// The attempt it was made for.
-    pub fn attempt(&self) -> u64 {
-        self.attempt
     }
 }
 

@@ -5,7 +5,7 @@
 //! A source runtime's `spec` is kept verbatim as JSON: the runtime copy must carry every
 //! field, including those this model does not know.
 
-pub mod rules;
+pub(crate) mod rules;
 
 use std::fmt;
 

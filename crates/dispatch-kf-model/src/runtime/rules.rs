@@ -21,7 +21,7 @@ const POD_SUFFIX: &str = "-xxxxx";
 
 /// The parts of a job the rules depend on.
 #[derive(Clone, Copy, Debug)]
-pub struct JobShape<'a> {
+pub(crate) struct JobShape<'a> {
     /// The TrainJob's name (the JobSet's name too).
     pub name: &'a str,
     /// The number of nodes the job asks for.
@@ -34,14 +34,14 @@ impl JobShape<'static> {
     /// The shape Capabilities with a spec checks: the spec's counts and a name of the
     /// longest length render makes ([`crate::names::MAX_LEN`]), so that a runtime that
     /// passes here passes for every submission.
-    pub fn for_capabilities(nodes: i64, procs_per_node: i64) -> JobShape<'static> {
+    pub(crate) fn for_capabilities(nodes: i64, procs_per_node: i64) -> JobShape<'static> {
         JobShape { name: crate::names::LONGEST, nodes, procs_per_node }
     }
 }
 
 /// A runtime that passed the rules, and what render needs from it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TrainerStep<'s> {
+pub(crate) struct TrainerStep<'s> {
     /// The runtime checked.
     pub source: &'s SourceRuntime,
     /// The name of the replicated job that carries the trainer step.
@@ -65,7 +65,7 @@ const RULES: [(u8, Rule); 6] = [
 /// Checks `wanted` against the configured `runtimes`, its `source` (`None` when it does
 /// not exist) and the rules, for a job of `shape`. Every broken rule is named in one
 /// `Unsupported` error; on success, the trainer step render patches.
-pub fn check<'s>(
+pub(crate) fn check<'s>(
     runtimes: &[RuntimeRef],
     wanted: &RuntimeRef,
     source: Option<&'s SourceRuntime>,

@@ -16,26 +16,26 @@ use crate::runtime::RuntimeRef;
 use strict::{Obj, is_rfc1123_label, is_rfc1123_subdomain};
 
 /// The defaults of the keys that may be left out (documented in `docs/settings.md`).
-pub mod defaults {
+pub(crate) mod defaults {
     use dispatch_core::Timespan;
 
     /// `timeouts.request`: one apiserver request.
-    pub const REQUEST: Timespan = Timespan::from_secs(30);
+    pub(crate) const REQUEST: Timespan = Timespan::from_secs(30);
     /// `timeouts.workload`: how long Start waits for Kueue's Workload.
-    pub const WORKLOAD: Timespan = Timespan::from_secs(60);
+    pub(crate) const WORKLOAD: Timespan = Timespan::from_secs(60);
     /// `timeouts.stopJob`: StopJob's default deadline.
-    pub const STOP_JOB: Timespan = Timespan::from_secs(300);
+    pub(crate) const STOP_JOB: Timespan = Timespan::from_secs(300);
     /// `timeouts.callBound`: the apiserver's default request timeout (60s) plus the
     /// client's own (30s).
-    pub const CALL_BOUND: Timespan = Timespan::from_secs(90);
+    pub(crate) const CALL_BOUND: Timespan = Timespan::from_secs(90);
     /// `nodeLossWindow`: how long a NotReady node may stay so before its pods count as lost.
-    pub const NODE_LOSS_WINDOW: Timespan = Timespan::from_secs(600);
+    pub(crate) const NODE_LOSS_WINDOW: Timespan = Timespan::from_secs(600);
     /// `kueue.admissionCheck`.
-    pub const ADMISSION_CHECK: &str = "dispatch-readmission";
+    pub(crate) const ADMISSION_CHECK: &str = "dispatch-readmission";
     /// `kueue.lease.namespace`.
-    pub const LEASE_NAMESPACE: &str = "dispatch-system";
+    pub(crate) const LEASE_NAMESPACE: &str = "dispatch-system";
     /// `kueue.lease.name`.
-    pub const LEASE_NAME: &str = "dispatch-readmission-gate";
+    pub(crate) const LEASE_NAME: &str = "dispatch-readmission-gate";
 }
 
 /// One adapter instance's configuration.

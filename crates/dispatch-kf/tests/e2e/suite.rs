@@ -78,7 +78,7 @@ impl Program {
     }
 
     /// What it leaves in its termination log: the prologue's words when it finds no
-    /// working directory (`dispatch_kf_model::prologue`), nothing otherwise.
+    /// working directory (`docs/render.md#the-prologue`), nothing otherwise.
     pub(crate) fn message(self) -> String {
         match self.work_dir() {
             Some(dir) => format!("dispatch-prologue: working directory {dir} does not exist\n"),
@@ -120,7 +120,7 @@ pub(crate) enum Runtime {
     Plain,
     /// The JobSet restarts once on failure (its `failurePolicy.maxRestarts: 1`).
     Restarting,
-    /// Ranks run only on the scenario's own node (`World::own_node`), so that what
+    /// Ranks run only on the scenario's own node (`BackendOnTarget::own_node`), so that what
     /// the scenario does to that node touches no other scenario's pods.
     OnOwnNode(&'static str),
 }
@@ -303,9 +303,9 @@ impl Kind {
     }
 }
 
-/// One scenario's world: the target, a Backend made by Factory on it, and a plain
-/// Kubernetes client for checking what the Backend says.
-pub(crate) struct World {
+/// One scenario's Backend on its target: the target, a Backend made by Factory on it,
+/// and a plain Kubernetes client for checking what the Backend says.
+pub(crate) struct BackendOnTarget {
     /// Where it runs.
     pub(crate) target: Target,
     /// The Backend under test.
@@ -313,15 +313,15 @@ pub(crate) struct World {
     kube: kube::Client,
 }
 
-impl World {
+impl BackendOnTarget {
     /// Picks the target, makes the namespace and the runtime, and runs Factory.
-    pub(crate) async fn new() -> World {
-        World::in_mode(Mode::Plain).await.expect("plain mode runs anywhere")
+    pub(crate) async fn new() -> BackendOnTarget {
+        BackendOnTarget::in_mode(Mode::Plain).await.expect("plain mode runs anywhere")
     }
 
-    /// [`World::new`] in `mode`; `None` in Kueue mode on a cluster that does not serve
+    /// [`BackendOnTarget::new`] in `mode`; `None` in Kueue mode on a cluster that does not serve
     /// Kueue's API, where a Kueue scenario has nothing to prove.
-    pub(crate) async fn in_mode(mode: Mode) -> Option<World> {
+    pub(crate) async fn in_mode(mode: Mode) -> Option<BackendOnTarget> {
         let target = match mode {
             Mode::Plain => Target::pick().await,
             Mode::Kueue => Target::pick_kueue().await,
@@ -363,10 +363,10 @@ impl World {
         }
         let cluster = Cluster::from_kube_config(config, std::time::Duration::from_secs(30))
             .expect("a client for the adapter");
-        let backend = KubeflowBackend::with_cluster(settings(mode, QUEUE), cluster, &cx())
+        let backend = KubeflowBackend::with_cluster(settings(mode, QUEUE), cluster, &patient_cx())
             .await
             .unwrap_or_else(|e| panic!("Factory on {}: {e}", target.describe()));
-        Some(World { target, backend, kube })
+        Some(BackendOnTarget { target, backend, kube })
     }
 
     /// The plain Kubernetes client the suite checks with.
@@ -387,18 +387,27 @@ impl World {
             .await
     }
 
-    /// A world where `job` has no object left from an earlier run of the suite.
-    pub(crate) async fn for_job(job: &JobId) -> World {
-        let world = World::new().await;
-        world.backend.stop_job(&cx(), job).await.expect("StopJob of an earlier run's leftovers");
-        world
+    /// A Backend on its target where `job` has no object left from an earlier run of the
+    /// suite.
+    pub(crate) async fn for_job(job: &JobId) -> BackendOnTarget {
+        let on_target = BackendOnTarget::new().await;
+        on_target
+            .backend
+            .stop_job(&patient_cx(), job)
+            .await
+            .expect("StopJob of an earlier run's leftovers");
+        on_target
     }
 
-    /// [`World::for_job`] in Kueue mode; `None` where Kueue is not served.
-    pub(crate) async fn for_kueue_job(job: &JobId) -> Option<World> {
-        let world = World::in_mode(Mode::Kueue).await?;
-        world.backend.stop_job(&cx(), job).await.expect("StopJob of an earlier run's leftovers");
-        Some(world)
+    /// [`BackendOnTarget::for_job`] in Kueue mode; `None` where Kueue is not served.
+    pub(crate) async fn for_kueue_job(job: &JobId) -> Option<BackendOnTarget> {
+        let on_target = BackendOnTarget::in_mode(Mode::Kueue).await?;
+        on_target
+            .backend
+            .stop_job(&patient_cx(), job)
+            .await
+            .expect("StopJob of an earlier run's leftovers");
+        Some(on_target)
     }
 
     fn api(kube: &kube::Client, kind: Kind) -> Api<DynamicObject> {
@@ -475,7 +484,8 @@ impl World {
     ) -> ObjectObs {
         self.target
             .until(what, async || {
-                let found = self.backend.find(&cx(), job).await.map_err(|e| e.to_string())?;
+                let found =
+                    self.backend.find(&patient_cx(), job).await.map_err(|e| e.to_string())?;
                 match found.objects.as_slice() {
                     [only] if want(only) => Ok(only.clone()),
                     objects => Err(format!("{objects:#?}")),
@@ -528,7 +538,7 @@ impl Drop for Watched {
     }
 }
 
-impl World {
+impl BackendOnTarget {
     /// Starts watching `job`; a watch that fails is subscribed to again, as the Watch
     /// contract asks.
     pub(crate) fn watch(&self, job: &JobId) -> Watched {
@@ -536,7 +546,7 @@ impl World {
         let (backend, job, into) = (self.backend.clone(), job.clone(), seen.clone());
         let task = tokio::spawn(async move {
             loop {
-                let Ok(mut stream) = backend.watch(&cx(), &job).await else { continue };
+                let Ok(mut stream) = backend.watch(&patient_cx(), &job).await else { continue };
                 while let Some(Ok(obs)) = stream.next().await {
                     into.lock().expect("not poisoned").push(obs);
                 }
@@ -632,7 +642,7 @@ impl World {
         let config = self.target.config().await;
         let cluster = Cluster::from_kube_config(config, std::time::Duration::from_secs(30))
             .expect("a client for the adapter");
-        KubeflowBackend::with_cluster(settings(Mode::Kueue, queue), cluster, &cx())
+        KubeflowBackend::with_cluster(settings(Mode::Kueue, queue), cluster, &patient_cx())
             .await
             .unwrap_or_else(|e| panic!("Factory on queue {queue}: {e}"))
     }
@@ -681,8 +691,8 @@ impl World {
     }
 }
 
-/// A call context with a deadline, as the hold family needs: long enough for a real
-/// apiserver's retries.
-pub(crate) fn cx() -> CallContext {
+/// A call context with a deadline five minutes away, as the hold family needs: long
+/// enough for a real apiserver's retries. (The testkit's `cx()` has no deadline.)
+pub(crate) fn patient_cx() -> CallContext {
     CallContext::with_deadline(std::time::Instant::now() + std::time::Duration::from_secs(300))
 }

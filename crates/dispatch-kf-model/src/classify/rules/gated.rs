@@ -1,5 +1,6 @@
 //! Rule 3, Gated: dispatch's start gate is closed, read from the TrainJob alone
-//! (`docs/classification.md#rule-3-the-gate`; the gates themselves: `docs/gates.md`).
+//! (`docs/classification.md#rule-3-the-gate`; the gates themselves:
+//! `docs/start-gate-and-holds.md`).
 //!
 //! Plain mode: `spec.suspend` is true and the `d/admission` annotation is exactly `0`
 //! (an absent annotation is not a closed gate: dispatch always writes it, so a suspended
