@@ -24,8 +24,11 @@ const REAL_POLL: Duration = Duration::from_secs(2);
 const SIM_STEP: Duration = Duration::from_secs(5);
 /// Time the simulated cluster's readers get after each step, on tokio's paused clock:
 /// every task that can run (the gate reconciling, a Watch gathering evidence) runs
-/// before it passes, and no wall-clock time is spent waiting.
-const SIM_CATCH_UP: Duration = Duration::from_millis(50);
+/// before it passes, and no wall-clock time is spent waiting. Longer than a Watch
+/// waits for changes to go quiet before it looks again (`coalesce::QUIET`, at most
+/// `AT_MOST`), as a real cluster's poll is: each step's changes are then observed
+/// before the scenario's next step, not folded into the one after.
+const SIM_CATCH_UP: Duration = Duration::from_millis(1500);
 /// Looks on the simulated cluster before a wait fails: ten virtual minutes.
 const SIM_STEPS: u32 = 120;
 
