@@ -6,19 +6,10 @@
 use jiff::SignedDuration;
 use serde_json::Value;
 
-use crate::delete::{self, DeleteOptions, Propagation};
-use crate::state::State;
-use crate::store::{Key, owner_uids, uid_of};
-
-fn uid(v: &Value) -> String {
-    uid_of(v).to_string()
-}
-
-fn has_finalizer(v: &Value, name: &str) -> bool {
-    v.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .is_some_and(|f| f.iter().any(|x| x == name))
-}
+use crate::object::meta::{deleting, has_finalizer, owner_uids, uid};
+use crate::registry::{self, DeleteOptions, Propagation};
+use crate::store::Key;
+use crate::store::State;
 
 /// The objects with an owner reference to `owner`, in key order (from the store's index).
 fn dependents(state: &State, owner: &str) -> Vec<Key> {
@@ -35,7 +26,7 @@ pub(crate) fn run(state: &mut State) {
         .filter_map(|k| Some((k.clone(), state.store.get(k)?.clone())))
         .collect();
     for (key, obj) in owners {
-        let owner = uid(&obj);
+        let owner = uid(&obj).to_string();
         if has_finalizer(&obj, "orphan") {
             for dep in dependents(state, &owner) {
                 let Some(mut d) = state.store.get(&dep).cloned() else { continue };
@@ -53,24 +44,21 @@ pub(crate) fn run(state: &mut State) {
                 }
                 state.store.put(dep, d);
             }
-            delete::remove_finalizer(state, &key, "orphan");
+            registry::remove_finalizer(state, &key, "orphan");
         }
         if has_finalizer(&obj, "foregroundDeletion") {
             let deps = dependents(state, &owner);
             if deps.is_empty() {
-                delete::remove_finalizer(state, &key, "foregroundDeletion");
+                registry::remove_finalizer(state, &key, "foregroundDeletion");
             }
             for dep in deps {
-                let pending = state
-                    .store
-                    .get(&dep)
-                    .is_some_and(|d| d.pointer("/metadata/deletionTimestamp").is_some());
+                let pending = state.store.get(&dep).is_some_and(deleting);
                 if !pending {
                     let opts = DeleteOptions {
                         propagation: Some(Propagation::Foreground),
                         ..Default::default()
                     };
-                    let _ = delete::delete(state, &dep, &opts);
+                    let _ = registry::delete(state, &dep, &opts);
                 }
             }
         }
@@ -82,10 +70,10 @@ pub(crate) fn run(state: &mut State) {
         .dangling_dependents()
         .into_iter()
         .filter(|k| {
-            state.store.get(k).is_some_and(|v| {
-                owner_uids(v).all(|u| !index.live(u))
-                    && v.pointer("/metadata/deletionTimestamp").is_none()
-            })
+            state
+                .store
+                .get(k)
+                .is_some_and(|v| owner_uids(v).all(|u| !index.live(u)) && !deleting(v))
         })
         .collect();
     state.gc_seen.retain(|k, _| orphans.contains(k));
@@ -96,7 +84,7 @@ pub(crate) fn run(state: &mut State) {
         if now >= seen.checked_add(lag).unwrap_or(seen) || lag.is_zero() {
             let opts =
                 DeleteOptions { propagation: Some(Propagation::Background), ..Default::default() };
-            let _ = delete::delete(state, &k, &opts);
+            let _ = registry::delete(state, &k, &opts);
             state.gc_seen.remove(&k);
         }
     }

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::apierror::ApiError;
-use crate::request::ApiReq;
+use crate::http::request::ApiReq;
 use crate::resources::RESOURCES;
 use crate::selector::Selector;
-use crate::state::State;
 use crate::store::Key;
+use crate::store::State;
 
 /// A `fieldSelector` on `metadata.name` / `metadata.namespace` (the fields every
 /// resource supports).
