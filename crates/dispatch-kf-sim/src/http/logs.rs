@@ -10,7 +10,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::apierror::ApiError;
 use crate::http::request::ApiReq;
-use crate::object::meta::terminal;
+use crate::object::meta::{str_at, terminal};
 use crate::resources::{RESOURCES, id};
 use crate::store::State;
 use crate::store::{Chunk, Event, EventType, Key};
@@ -42,8 +42,7 @@ pub(crate) fn append(state: &mut State, ns: &str, pod: &str, text: &str) {
 /// TrainJob (one its JobSet made): `step N: loss X`, the loss falling as 4/sqrt(N).
 pub(crate) fn write_training_step(state: &mut State, step: u64) {
     let line = format!("step {step}: loss {:.3}\n", 4.0 / (step as f64).sqrt());
-    let text =
-        |pod: &Value, p: &str| pod.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+    let text = |pod: &Value, p: &str| str_at(pod, p).to_string();
     let running: Vec<(String, String)> = state
         .store
         .range(id("pods"), "")

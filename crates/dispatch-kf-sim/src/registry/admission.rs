@@ -11,7 +11,7 @@ use crate::object::keys::{
     GATED_BY, KUEUE_GROUP_VERSION, QUEUE_NAME, TRAINER_CONTROLLER, runtime_supported,
     unsupported_runtime,
 };
-use crate::object::meta::suspended;
+use crate::object::meta::{str_at, suspended};
 use crate::resources::{Resource, id};
 use crate::store::State;
 
@@ -91,7 +91,7 @@ fn default(old: Option<&Value>, new: &mut Value, now: &str, kueue: bool) {
 /// Schema and CEL validation: the causes of a 422.
 fn schema(old: Option<&Value>, new: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
-    let name = new.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let name = str_at(new, "/metadata/name");
     let root = |msg: &str| {
         (
             "FieldValueInvalid",
@@ -212,8 +212,7 @@ pub(crate) fn trainjob(
     runtime_exists: impl Fn(&str, &str) -> bool,
 ) -> Result<(), ApiError> {
     default(old, new, now, kueue);
-    let name =
-        new.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let name = str_at(new, "/metadata/name").to_string();
     let causes = schema(old, new);
     if !causes.is_empty() {
         return Err(ApiError::invalid(res, &name, causes));

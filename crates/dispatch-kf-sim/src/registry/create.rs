@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::{WriteOptions, check_fields, record_and_put, stamp};
 use crate::apierror::ApiError;
+use crate::object::meta::str_at;
 use crate::registry::admission;
 use crate::resources::{RESOURCES, ResId, Resource, id};
 use crate::store::{Key, State};
@@ -36,7 +37,7 @@ pub(crate) fn create(
 /// `metadata.name`, else `generateName` and five characters of the apiserver's
 /// alphabet; neither is 422.
 fn name_or_generated(state: &mut State, res: &Resource, obj: &Value) -> Result<String, ApiError> {
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let name = str_at(obj, "/metadata/name");
     if !name.is_empty() {
         return Ok(name.to_string());
     }

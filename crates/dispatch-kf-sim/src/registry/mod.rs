@@ -21,6 +21,7 @@ pub(crate) use self::delete::{DeleteOptions, Deleted, delete, remove_finalizer};
 pub(crate) use self::update::{WriteOptions, commit};
 use crate::apierror::ApiError;
 use crate::managed;
+use crate::object::meta::str_at;
 use crate::resources::{RESOURCES, ResId, Resource};
 use crate::schema::{self, Validation};
 use crate::store::{Key, State};
@@ -91,8 +92,7 @@ impl State {
         } else {
             String::new()
         };
-        let name =
-            obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let name = str_at(&obj, "/metadata/name").to_string();
         stamp(self, r, &ns, &mut obj);
         record_and_put(self, Key::new(res, &ns, &name), obj, manager, operation, "")
     }

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::{bump_generation, check_fields, delete, record_and_put};
 use crate::apierror::ApiError;
-use crate::object::meta::{deleting, finalizers};
+use crate::object::meta::{deleting, finalizers, str_at};
 use crate::registry::admission;
 use crate::resources::{RESOURCES, Resource};
 use crate::schema::Validation;
@@ -80,7 +80,7 @@ pub(crate) fn commit(
 }
 
 fn resource_version(object: &Value) -> &str {
-    object.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default()
+    str_at(object, "/metadata/resourceVersion")
 }
 
 /// A write to `/status` changes only the status; a write to the object itself changes
