@@ -6,7 +6,7 @@
 //! whether that is silent (`Ignore`), a `Warning` header per field (`Warn`, the
 //! default) or a 400 naming every such field (`Strict`, what kubectl asks for). A
 //! value of the wrong type is 422 Invalid. The same schemas are served as OpenAPI v3
-//! ([`crate::openapi`]), which is what `kubectl explain` reads and how kubectl learns
+//! ([`crate::http::openapi`]), which is what `kubectl explain` reads and how kubectl learns
 //! that the server validates fields itself.
 //!
 //! The Trainer's TrainJob is declared field by field, as Trainer v2.3.0's CRD declares
@@ -17,8 +17,6 @@
 mod kinds;
 
 use serde_json::Value;
-
-use crate::sim::Releases;
 
 pub(crate) use kinds::of_kind;
 
@@ -208,6 +206,27 @@ fn json_type(value: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
+    }
+}
+
+/// The differences between upstream releases the simulated cluster plays; the
+/// default is the newest releases' behaviour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Releases {
+    /// Whether the TrainJob has `spec.runtimePatches` (Trainer v2.2 and newer). Without
+    /// it (Trainer v2.1), the served schema has no such field and writes drop it, as
+    /// the apiserver prunes a field its CRD does not declare.
+    pub trainer_runtime_patches: bool,
+    /// Kueue's `AdmissionGatedBy` feature gate: on by default from Kueue v0.19. Off (as
+    /// v0.17 and v0.18 are released), Kueue makes Workloads without the
+    /// `kueue.x-k8s.io/admission-gated-by` annotation of their job, so nothing holds
+    /// their admission back.
+    pub kueue_admission_gated_by: bool,
+}
+
+impl Default for Releases {
+    fn default() -> Self {
+        Releases { trainer_runtime_patches: true, kueue_admission_gated_by: true }
     }
 }
 

@@ -10,13 +10,14 @@ use serde_json::{Value, json};
 
 use crate::auth::{self, Identity};
 use crate::controllers;
-use crate::delete::{self, DeleteOptions, Propagation};
 use crate::faults::{Fault, Slot};
+use crate::http::server::{self, Shared};
+use crate::http::tls::Tls;
+use crate::registry::{self, DeleteOptions, Propagation};
 use crate::resources::{self, RESOURCES};
-use crate::server::{self, Shared};
-use crate::state::{RequestRecord, State};
+use crate::schema::Releases;
 use crate::store::{DEFAULT_WINDOW, Key};
-use crate::tls::Tls;
+use crate::store::{RequestRecord, State};
 
 /// Failures of the sim's own API (not of simulated requests).
 #[derive(Debug, thiserror::Error)]
@@ -29,7 +30,7 @@ pub enum SimError {
     UnknownUser(String),
     /// The certificates for HTTPS could not be made.
     #[error(transparent)]
-    Tls(#[from] crate::tls::TlsError),
+    Tls(#[from] crate::http::tls::TlsError),
     /// An object whose apiVersion and kind the sim does not serve.
     #[error("the simulated cluster does not serve {0}: see dispatch_kf_sim::RESOURCES")]
     UnknownKind(String),
@@ -64,27 +65,6 @@ pub struct SimOptions {
     pub tls: bool,
     /// What the controllers' releases can do, where the releases users run differ.
     pub releases: Releases,
-}
-
-/// The differences between upstream releases the simulated cluster plays; the
-/// default is the newest releases' behaviour.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Releases {
-    /// Whether the TrainJob has `spec.runtimePatches` (Trainer v2.2 and newer). Without
-    /// it (Trainer v2.1), the served schema has no such field and writes drop it, as
-    /// the apiserver prunes a field its CRD does not declare.
-    pub trainer_runtime_patches: bool,
-    /// Kueue's `AdmissionGatedBy` feature gate: on by default from Kueue v0.19. Off (as
-    /// v0.17 and v0.18 are released), Kueue makes Workloads without the
-    /// `kueue.x-k8s.io/admission-gated-by` annotation of their job, so nothing holds
-    /// their admission back.
-    pub kueue_admission_gated_by: bool,
-}
-
-impl Default for Releases {
-    fn default() -> Self {
-        Releases { trainer_runtime_patches: true, kueue_admission_gated_by: true }
-    }
 }
 
 impl Default for SimOptions {
@@ -128,7 +108,9 @@ impl Sim {
     pub(crate) fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
         let mut st = self.shared.lock();
         let out = f(&mut st);
-        crate::verbs::after(&mut st);
+        if st.auto_settle {
+            controllers::settle(&mut st);
+        }
         out
     }
 
@@ -221,7 +203,7 @@ impl Sim {
         let Some(res) = RESOURCES.iter().position(|r| r.plural == plural) else { return false };
         let mut st = self.shared.lock();
         let opts = DeleteOptions { propagation: Some(propagation), ..Default::default() };
-        let ok = delete::delete(&mut st, &Key::new(res, ns, name), &opts).is_ok();
+        let ok = registry::delete(&mut st, &Key::new(res, ns, name), &opts).is_ok();
         if st.auto_settle {
             controllers::settle(&mut st);
         }
@@ -364,7 +346,7 @@ impl Sim {
 
     /// Appends to a pod's log; `follow` streams receive the chunk.
     pub fn append_log(&self, ns: &str, pod: &str, text: &str) {
-        crate::logs::append(&mut self.shared.lock(), ns, pod, text);
+        crate::http::logs::append(&mut self.shared.lock(), ns, pod, text);
     }
 
     /// Runs the virtual clock with the wall clock, a second at a time, until the task
@@ -380,7 +362,7 @@ impl Sim {
                 let Some(shared) = shared.upgrade() else { return };
                 let mut st = shared.lock();
                 advance(&mut st, Duration::from_secs(1));
-                crate::logs::write_training_step(&mut st, step);
+                crate::http::logs::write_training_step(&mut st, step);
             }
         })
     }

@@ -6,19 +6,10 @@
 use jiff::SignedDuration;
 use serde_json::Value;
 
-use crate::delete::{self, DeleteOptions, Propagation};
-use crate::state::State;
-use crate::store::{Key, owner_uids, uid_of};
-
-fn uid(v: &Value) -> String {
-    uid_of(v).to_string()
-}
-
-fn has_finalizer(v: &Value, name: &str) -> bool {
-    v.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .is_some_and(|f| f.iter().any(|x| x == name))
-}
+use super::util::delete_once;
+use crate::object::meta::{deleting, has_finalizer, owner_uids, uid};
+use crate::registry::{self, Propagation};
+use crate::store::{Key, State};
 
 /// The objects with an owner reference to `owner`, in key order (from the store's index).
 fn dependents(state: &State, owner: &str) -> Vec<Key> {
@@ -35,57 +26,62 @@ pub(crate) fn run(state: &mut State) {
         .filter_map(|k| Some((k.clone(), state.store.get(k)?.clone())))
         .collect();
     for (key, obj) in owners {
-        let owner = uid(&obj);
         if has_finalizer(&obj, "orphan") {
-            for dep in dependents(state, &owner) {
-                let Some(mut d) = state.store.get(&dep).cloned() else { continue };
-                if let Some(refs) =
-                    d.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut)
-                {
-                    refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(owner.as_str()));
-                }
-                let emptied = d
-                    .pointer("/metadata/ownerReferences")
-                    .and_then(Value::as_array)
-                    .is_some_and(Vec::is_empty);
-                if emptied && let Some(m) = d["metadata"].as_object_mut() {
-                    m.remove("ownerReferences");
-                }
-                state.store.put(dep, d);
-            }
-            delete::remove_finalizer(state, &key, "orphan");
+            orphan_dependents(state, &key, uid(&obj));
         }
         if has_finalizer(&obj, "foregroundDeletion") {
-            let deps = dependents(state, &owner);
-            if deps.is_empty() {
-                delete::remove_finalizer(state, &key, "foregroundDeletion");
-            }
-            for dep in deps {
-                let pending = state
-                    .store
-                    .get(&dep)
-                    .is_some_and(|d| d.pointer("/metadata/deletionTimestamp").is_some());
-                if !pending {
-                    let opts = DeleteOptions {
-                        propagation: Some(Propagation::Foreground),
-                        ..Default::default()
-                    };
-                    let _ = delete::delete(state, &dep, &opts);
-                }
-            }
+            delete_dependents_first(state, &key, uid(&obj));
         }
     }
-    // Orphans: every owner reference names a UID that no object has. The candidates are
-    // the dependents of UIDs no object has (the store's index).
+    delete_orphans(state);
+}
+
+/// The `orphan` finalizer: each dependent loses its owner reference to `owner`, then the
+/// finalizer goes.
+fn orphan_dependents(state: &mut State, key: &Key, owner: &str) {
+    for dep in dependents(state, owner) {
+        let Some(mut d) = state.store.get(&dep).cloned() else { continue };
+        if let Some(refs) = d.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut)
+        {
+            refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(owner));
+        }
+        let emptied = d
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty);
+        if emptied && let Some(m) = d["metadata"].as_object_mut() {
+            m.remove("ownerReferences");
+        }
+        state.store.put(dep, d);
+    }
+    registry::remove_finalizer(state, key, "orphan");
+}
+
+/// The `foregroundDeletion` finalizer: the dependents are deleted (in the foreground
+/// too); once none is left, the finalizer goes.
+fn delete_dependents_first(state: &mut State, key: &Key, owner: &str) {
+    let deps = dependents(state, owner);
+    if deps.is_empty() {
+        registry::remove_finalizer(state, key, "foregroundDeletion");
+    }
+    for dep in deps {
+        delete_once(state, &dep, Some(Propagation::Foreground));
+    }
+}
+
+/// Orphans (every owner reference names a UID no object has) are deleted in the
+/// background once they have been orphans for the lag. The candidates are the
+/// dependents of UIDs no object has (the store's index).
+fn delete_orphans(state: &mut State) {
     let index = state.store.index();
     let orphans: Vec<Key> = index
         .dangling_dependents()
         .into_iter()
         .filter(|k| {
-            state.store.get(k).is_some_and(|v| {
-                owner_uids(v).all(|u| !index.live(u))
-                    && v.pointer("/metadata/deletionTimestamp").is_none()
-            })
+            state
+                .store
+                .get(k)
+                .is_some_and(|v| owner_uids(v).all(|u| !index.live(u)) && !deleting(v))
         })
         .collect();
     state.gc_seen.retain(|k, _| orphans.contains(k));
@@ -94,9 +90,7 @@ pub(crate) fn run(state: &mut State) {
         let now = state.now;
         let seen = *state.gc_seen.entry(k.clone()).or_insert(now);
         if now >= seen.checked_add(lag).unwrap_or(seen) || lag.is_zero() {
-            let opts =
-                DeleteOptions { propagation: Some(Propagation::Background), ..Default::default() };
-            let _ = delete::delete(state, &k, &opts);
+            delete_once(state, &k, Some(Propagation::Background));
             state.gc_seen.remove(&k);
         }
     }

@@ -18,15 +18,14 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
 use super::job_pods::{self, MANAGER, TRACKING};
-use super::util::{
-    condition, deleting, has_finalizer, is_true, objects_at, owned, phase, set_condition, str_at,
-    suspended, terminal,
-};
+use super::util::{objects_at, owned};
 use super::wake::{self, Ctl};
-use crate::delete::{self, DeleteOptions};
+use crate::object::conditions::{condition, is_true, set_condition};
+use crate::object::meta::{deleting, has_finalizer, phase, str_at, suspended, terminal, uid};
+use crate::registry::{self, DeleteOptions};
 use crate::resources::id;
-use crate::state::State;
 use crate::store::Key;
+use crate::store::State;
 
 const DEFAULT_BACKOFF_LIMIT: i64 = 6;
 
@@ -119,7 +118,7 @@ pub(crate) fn run(state: &mut State) {
     // `handleOrphanPod`: a tracked pod whose Job is gone is let go.
     wake::each(state, Ctl::JobOrphans, |state, key, pod| {
         if has_finalizer(&pod, TRACKING) && !controlled_by_a_job(state, &pod) {
-            delete::remove_finalizer(state, key, TRACKING);
+            registry::remove_finalizer(state, key, TRACKING);
         }
     });
 }
@@ -166,7 +165,7 @@ fn track(
         } else {
             continue;
         }
-        delete::remove_finalizer(state, k, TRACKING);
+        registry::remove_finalizer(state, k, TRACKING);
     }
     if indexed {
         succeeded = done.len() as i64;
@@ -210,11 +209,11 @@ fn reconcile(state: &mut State, key: &Key, mut job: Value) {
     }
     let before = job.clone();
     let now = state.now_str();
-    let pods = owned(state, "pods", &key.ns, str_at(&job, "/metadata/uid"));
+    let pods = owned(state, "pods", &key.ns, uid(&job));
     if deleting(&job) || is_true(&job, "Complete") || is_true(&job, "Failed") {
         // `canRemoveFinalizer`: a Job being deleted (or done) lets go of every pod.
         for (k, _) in &pods {
-            delete::remove_finalizer(state, k, TRACKING);
+            registry::remove_finalizer(state, k, TRACKING);
         }
         return;
     }
@@ -225,11 +224,11 @@ fn reconcile(state: &mut State, key: &Key, mut job: Value) {
     let finished = if let Some((reason, message)) = failure(&job, state.now) {
         // `deleteActivePods`: deleted with their finalizer; counted failed as they go.
         for (k, _) in &active {
-            let _ = delete::delete(state, k, &DeleteOptions::default());
+            let _ = registry::delete(state, k, &DeleteOptions::default());
         }
         terminating += n_active;
         n_active = 0;
-        let now_pods = owned(state, "pods", &key.ns, str_at(&job, "/metadata/uid"));
+        let now_pods = owned(state, "pods", &key.ns, uid(&job));
         let _ = track(state, &mut job, &now_pods, true);
         Some(("FailureTarget", "Failed", reason, message))
     } else {
@@ -281,9 +280,9 @@ fn manage(
     let active: Vec<&(Key, Value)> = pods.iter().filter(|(_, p)| is_active(p)).collect();
     if suspended(job) {
         for (k, _) in &active {
-            delete::remove_finalizer(state, k, TRACKING);
+            registry::remove_finalizer(state, k, TRACKING);
             if state.store.get(k).is_some() {
-                let _ = delete::delete(state, k, &DeleteOptions::default());
+                let _ = registry::delete(state, k, &DeleteOptions::default());
             }
         }
         set_condition(job, "Suspended", "True", "JobSuspended", "Job suspended", now);

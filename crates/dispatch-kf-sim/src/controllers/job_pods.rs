@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use super::util::{controller_ref, str_at};
+use crate::object::meta::{controller_ref, str_at};
 use crate::resources::id;
-use crate::state::State;
+use crate::store::State;
 
 /// The Job controller's pod finalizer.
 pub(crate) const TRACKING: &str = "batch.kubernetes.io/job-tracking";

@@ -13,15 +13,14 @@
 use serde_json::{Value, json};
 
 use super::jobset_jobs::{construct_job, resume_job};
-use super::util::{
-    condition, delete_once, deleting, is_true, label, objects_at, owned, set_condition, str_at,
-    suspended,
-};
+use super::util::{delete_once, objects_at, owned};
 use super::wake::{self, Ctl};
-use crate::delete::Propagation;
+use crate::object::conditions::{condition, is_true, set_condition};
+use crate::object::meta::{deleting, label, str_at, suspended, uid};
+use crate::registry::Propagation;
 use crate::resources::id;
-use crate::state::State;
 use crate::store::Key;
+use crate::store::State;
 
 /// The label and annotation with the JobSet's restart attempt.
 pub(crate) const RESTART: &str = "jobset.sigs.k8s.io/restart-attempt";
@@ -43,7 +42,7 @@ impl Children {
     fn read(state: &State, ns: &str, js: &Value) -> Self {
         let restarts = int_at(js, "/status/restarts");
         let mut out = Self::default();
-        for (k, job) in owned(state, "jobs", ns, str_at(js, "/metadata/uid")) {
+        for (k, job) in owned(state, "jobs", ns, uid(js)) {
             let bucket = match label(&job, RESTART).parse::<i64>() {
                 Ok(r) if r >= restarts => {
                     if is_true(&job, "Failed") {

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::jobset::{RESTART, RJOB};
 use super::sha1;
-use super::util::{controller_ref, label, str_at, suspended};
+use crate::object::meta::{controller_ref, label, str_at, suspended, uid};
 use crate::patch::merge;
 
 fn replicas(rj: &Value) -> i64 {
@@ -29,7 +29,7 @@ fn keys(js: &Value, rj: &Value, j: i64, global: i64, job: &str) -> Value {
         .unwrap_or(0);
     json!({
         "jobset.sigs.k8s.io/jobset-name": str_at(js, "/metadata/name"),
-        "jobset.sigs.k8s.io/jobset-uid": str_at(js, "/metadata/uid"),
+        "jobset.sigs.k8s.io/jobset-uid": uid(js),
         RJOB: str_at(rj, "/name"),
         RESTART: js.pointer("/status/restarts").and_then(Value::as_i64).unwrap_or(0).to_string(),
         "jobset.sigs.k8s.io/replicatedjob-replicas": replicas(rj).to_string(),

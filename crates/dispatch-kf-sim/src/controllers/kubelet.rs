@@ -6,11 +6,12 @@
 
 use serde_json::{Value, json};
 
-use super::util::{deleting, set_condition, str_at};
 use super::wake::{self, Ctl};
+use crate::object::conditions::set_condition;
+use crate::object::meta::{deleting, finalizers, str_at};
 use crate::resources::id;
-use crate::state::State;
 use crate::store::Key;
+use crate::store::State;
 
 /// Whether a node's Ready condition is True.
 pub(crate) fn is_ready(node: &Value) -> bool {
@@ -45,6 +46,31 @@ fn start(pod: &mut Value, now: &str) {
     }
 }
 
+/// Marks every container terminated with `code` and the pod `Failed` (or `Succeeded`
+/// when the code is 0), as the kubelet reports it under `restartPolicy: Never`.
+pub(crate) fn terminate(pod: &mut Value, code: i64, reason: &str, message: &str, now: &str) {
+    let names: Vec<Value> = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|c| c.iter().map(|c| c["name"].clone()).collect())
+        .unwrap_or_default();
+    let statuses: Vec<Value> = names
+        .into_iter()
+        .map(|name| {
+            let mut t = json!({"exitCode": code, "reason": reason, "startedAt": now, "finishedAt": now});
+            if !message.is_empty() {
+                t["message"] = json!(message);
+            }
+            json!({"name": name, "ready": false, "started": false, "restartCount": 0, "state": {"terminated": t}})
+        })
+        .collect();
+    pod["status"]["containerStatuses"] = json!(statuses);
+    pod["status"]["phase"] = json!(if code == 0 { "Succeeded" } else { "Failed" });
+    for t in ["ContainersReady", "Ready"] {
+        set_condition(pod, t, "False", "PodCompleted", "", now);
+    }
+}
+
 pub(crate) fn run(state: &mut State) {
     let now = state.now_str();
     wake::each(state, Ctl::Kubelet, |state, key, pod| reconcile(state, key, pod, &now));
@@ -53,8 +79,7 @@ pub(crate) fn run(state: &mut State) {
 fn reconcile(state: &mut State, key: &Key, mut pod: Value, now: &str) {
     let node = str_at(&pod, "/spec/nodeName").to_string();
     let on_ready_node = !node.is_empty() && node_ready(state, &node);
-    let no_finalizers =
-        pod.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
+    let no_finalizers = finalizers(&pod).is_empty();
     if deleting(&pod) {
         // With `slow_termination`, the containers run until the grace period ends.
         let grace_ends = str_at(&pod, "/metadata/deletionTimestamp").parse::<jiff::Timestamp>();
@@ -69,7 +94,7 @@ fn reconcile(state: &mut State, key: &Key, mut pod: Value, now: &str) {
         // A running container gets SIGTERM and exits 143, which the kubelet reports
         // before the pod goes, as a real node's does.
         if on_ready_node && str_at(&pod, "/status/phase") == "Running" {
-            super::super::verbs::terminate(&mut pod, 143, "Error", "", now);
+            terminate(&mut pod, 143, "Error", "", now);
             state.store.put(key.clone(), pod);
         } else if no_finalizers && (node.is_empty() || on_ready_node) {
             state.store.remove(key);

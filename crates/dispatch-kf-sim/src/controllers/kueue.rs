@@ -14,17 +14,15 @@
 use serde_json::{Value, json};
 
 use super::kueue_flavors;
-use super::scheduler::GPU;
-use super::util::{condition, controller_ref, deleting, is_true, owned, set_condition, str_at};
+use super::util::owned;
 use super::wake::{self, Ctl};
+use crate::object::conditions::{condition, is_true, set_condition};
+use crate::object::keys::{GATED_BY, GPU, KUEUE_GROUP_VERSION, QUEUE_NAME, gpus};
+use crate::object::meta::{controller_ref, deleting, str_at, suspended, uid};
 use crate::resources::id;
-use crate::state::State;
 use crate::store::Key;
+use crate::store::State;
 
-/// The label that puts a job under Kueue.
-pub(crate) const QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
-/// The admission gate annotation.
-pub(crate) const GATED_BY: &str = "kueue.x-k8s.io/admission-gated-by";
 const JOB_UID: &str = "kueue.x-k8s.io/job-uid";
 const PATCH_MANAGER: &str = "kueue.x-k8s.io/manager";
 const MANAGER: &str = "kueue";
@@ -47,18 +45,15 @@ pub(crate) fn gpus_of(wl: &Value) -> i64 {
         .flatten()
         .map(|ps| {
             let pod = json!({"spec": ps["template"]["spec"]});
-            super::scheduler::gpus(&pod) * ps["count"].as_i64().unwrap_or(1)
+            gpus(&pod) * ps["count"].as_i64().unwrap_or(1)
         })
         .sum()
 }
 
-/// The group-version Kueue serves; when it is left out, Kueue is not installed.
-pub(crate) const GROUP_VERSION: &str = "kueue.x-k8s.io/v1beta2";
-
 pub(crate) fn run(state: &mut State) {
-    if state.unserved.contains(GROUP_VERSION) {
-        state.wakes.clear(Ctl::KueueJobs);
-        state.wakes.clear(Ctl::KueueWorkloads);
+    if state.unserved.contains(KUEUE_GROUP_VERSION) {
+        wake::clear(state, Ctl::KueueJobs);
+        wake::clear(state, Ctl::KueueWorkloads);
         return;
     }
     wake::each(state, Ctl::KueueJobs, |state, _, tj| {
@@ -75,7 +70,7 @@ pub(crate) fn run(state: &mut State) {
 }
 
 fn ensure_workload(state: &mut State, tj: &Value) {
-    let uid = str_at(tj, "/metadata/uid");
+    let uid = uid(tj);
     let ns = str_at(tj, "/metadata/namespace");
     let existing = owned(state, "workloads", ns, uid).into_iter().next();
     let gate = annotation(tj, GATED_BY)
@@ -143,7 +138,7 @@ pub(crate) fn preempt(state: &mut State, key: &Key) -> bool {
     let uid = state
         .store
         .get(&Key::new(id("workloads"), &ns, &format!("preemptor-{name}")))
-        .map(|p| str_at(p, "/metadata/uid").to_string())
+        .map(|p| uid(p).to_string())
         .unwrap_or_default();
     // Kueue's preemption message (`pkg/scheduler/preemption/preemption.go`): the
     // placeholder has no job, so its JobUID is UNKNOWN, as for any bare Workload.
@@ -466,7 +461,7 @@ fn sync_job(state: &mut State, wl: &Value) {
     }
     let before = tj.clone();
     let admitted = is_true(wl, "Admitted");
-    let suspended = tj.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false);
+    let suspended = suspended(&tj);
     if admitted && suspended {
         let mut labels = json!({});
         let mut annotations = json!({});

@@ -20,7 +20,7 @@ pub(crate) mod trainer;
 pub(crate) mod util;
 pub(crate) mod wake;
 
-use crate::state::State;
+use crate::store::State;
 
 /// At most this many passes per settle; a controller pair that keeps rewriting each
 /// other's objects stops here rather than hanging the sim.

@@ -8,12 +8,13 @@
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
-use super::util::{deleting, set_condition, str_at};
 use super::wake::{self, Ctl};
-use crate::delete::{self, DeleteOptions};
+use crate::object::conditions::set_condition;
+use crate::object::meta::{deleting, str_at};
+use crate::registry::{self, DeleteOptions};
 use crate::resources::id;
-use crate::state::State;
 use crate::store::Key;
+use crate::store::State;
 
 /// The taint the node lifecycle controller puts on an unreachable node.
 pub(crate) const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
@@ -59,7 +60,8 @@ fn reconcile(state: &mut State, key: &Key, mut pod: Value, now: Timestamp, now_s
         }
         state.store.put(key.clone(), pod);
         // Force deletion: no grace period; only finalizers still hold the pod.
-        let _ = delete::delete(state, key, &DeleteOptions { grace: Some(0), ..Default::default() });
+        let _ =
+            registry::delete(state, key, &DeleteOptions { grace: Some(0), ..Default::default() });
         return;
     }
     let Some(t) = node.as_ref().and_then(|n| taint(n, UNREACHABLE)) else { return };
@@ -80,6 +82,6 @@ fn reconcile(state: &mut State, key: &Key, mut pod: Value, now: Timestamp, now_s
             now_s,
         );
         state.store.put(key.clone(), pod);
-        let _ = delete::delete(state, key, &DeleteOptions::default());
+        let _ = registry::delete(state, key, &DeleteOptions::default());
     }
 }

@@ -7,34 +7,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::util::{set_condition, str_at};
+use crate::object::conditions::set_condition;
+use crate::object::keys::{GPU, gpus, quantity};
+use crate::object::meta::str_at;
 use crate::resources::id;
-use crate::state::State;
 use crate::store::Key;
-
-/// The extended resource the sim schedules.
-pub(crate) const GPU: &str = "nvidia.com/gpu";
-
-fn quantity(v: Option<&Value>) -> i64 {
-    match v {
-        Some(Value::String(s)) => s.parse().unwrap_or(0),
-        Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
-        _ => 0,
-    }
-}
-
-/// GPUs a pod asks for (requests, else limits, summed over containers).
-pub(crate) fn gpus(pod: &Value) -> i64 {
-    pod.pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let r = c.pointer("/resources/requests").and_then(|r| r.get(GPU));
-            quantity(r.or_else(|| c.pointer("/resources/limits").and_then(|l| l.get(GPU))))
-        })
-        .sum()
-}
+use crate::store::State;
 
 fn tolerates(pod: &Value, taint: &Value) -> bool {
     pod.pointer("/spec/tolerations").and_then(Value::as_array).into_iter().flatten().any(|t| {

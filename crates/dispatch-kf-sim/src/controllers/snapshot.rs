@@ -11,10 +11,10 @@
 
 use serde_json::{Value, json};
 
-use super::util::{controlled_by, controller_ref, str_at};
+use crate::object::meta::{controlled_by, controller_ref, str_at, uid};
 use crate::resources::id;
-use crate::state::State;
 use crate::store::Key;
+use crate::store::State;
 
 /// The snapshot ConfigMap's name suffix (`runtimeSnapshotSuffix`).
 pub(crate) const SUFFIX: &str = "-runtime-snapshot";
@@ -54,7 +54,7 @@ pub(crate) fn runtime(state: &mut State, tj: &Value) -> Option<Value> {
     let cm_name = format!("{}{SUFFIX}", str_at(tj, "/metadata/name"));
     let key = Key::new(id("configmaps"), ns, &cm_name);
     if let Some(cm) = state.store.get(&key) {
-        if !controlled_by(cm, str_at(tj, "/metadata/uid")) {
+        if !controlled_by(cm, uid(tj)) {
             return None;
         }
         let rt: Value = serde_json::from_str(str_at(cm, &format!("/data/{DATA_KEY}"))).ok()?;

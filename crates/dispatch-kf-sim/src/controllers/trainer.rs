@@ -12,17 +12,15 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
 use super::snapshot;
-use super::util::{
-    condition, controlled_by, controller_ref, deleting, is_true, set_condition, str_at,
-};
 use super::wake::{self, Ctl};
-use crate::TRAINER_CONTROLLER;
-use crate::admission::{runtime_supported, unsupported_runtime};
-use crate::delete::{self, DeleteOptions, Propagation};
+use crate::object::conditions::{condition, is_true, set_condition};
+use crate::object::keys::{TRAINER_CONTROLLER, runtime_supported, unsupported_runtime};
+use crate::object::meta::{controlled_by, controller_ref, deleting, str_at, suspended, uid};
 use crate::patch::merge;
+use crate::registry::{self, DeleteOptions, Propagation};
 use crate::resources::id;
-use crate::state::State;
 use crate::store::Key;
+use crate::store::State;
 
 /// The label the Trainer puts on the replicated job that runs the trainer step.
 const ANCESTOR: &str = "trainer.kubeflow.org/trainjob-ancestor-step";
@@ -133,7 +131,7 @@ fn desired(tj: &Value, rt: &Value) -> Value {
         "annotations": tmpl.pointer("/metadata/annotations").cloned().unwrap_or(json!({})),
     });
     apply_patches(&mut meta, &mut spec, tj);
-    spec["suspend"] = json!(tj.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false));
+    spec["suspend"] = json!(suspended(tj));
     json!({
         "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
         "metadata": {
@@ -172,14 +170,14 @@ fn reconcile(state: &mut State, key: &Key, mut tj: Value) {
     let now = state.now_str();
     let before = tj.clone();
     let js_key = Key::new(id("jobsets"), &key.ns, &key.name);
-    let uid = str_at(&tj, "/metadata/uid").to_string();
+    let uid = uid(&tj).to_string();
     let (group, kind, _) = snapshot::runtime_ref(&tj);
     if !runtime_supported(group, kind) {
         let message = unsupported_runtime(group, kind);
         set_condition(&mut tj, "Failed", "True", "TrainingRuntimeNotSupported", &message, &now);
     }
     let finished = is_true(&tj, "Complete") || is_true(&tj, "Failed");
-    let suspended = tj.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false);
+    let suspended = suspended(&tj);
     if !finished {
         if suspended {
             set_condition(&mut tj, "Suspended", "True", "Suspended", "TrainJob is suspended", &now);
@@ -203,7 +201,7 @@ fn reconcile(state: &mut State, key: &Key, mut tj: Value) {
         if state.store.get(&js_key).is_some_and(|js| controlled_by(js, &uid)) {
             let opts =
                 DeleteOptions { propagation: Some(Propagation::Background), ..Default::default() };
-            let _ = delete::delete(state, &js_key, &opts);
+            let _ = registry::delete(state, &js_key, &opts);
         }
     } else if !finished {
         sync_jobset(state, &js_key, &mut tj, &uid, &now);
@@ -221,8 +219,7 @@ fn sync_jobset(state: &mut State, js_key: &Key, tj: &mut Value, uid: &str, now: 
             state.insert(id("jobsets"), want, MANAGER);
         }
         Some(js) if controlled_by(&js, uid) => {
-            let was_suspended =
-                js.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false);
+            let was_suspended = suspended(&js);
             let mut next = js.clone();
             if was_suspended {
                 // A suspended JobSet takes the whole new template (runtime patches included).
@@ -233,8 +230,7 @@ fn sync_jobset(state: &mut State, js_key: &Key, tj: &mut Value, uid: &str, now: 
                 next["spec"]["suspend"] = want["spec"]["suspend"].clone();
             }
             if next != js {
-                let g = js.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
-                next["metadata"]["generation"] = json!(g + 1);
+                registry::bump_generation(&js, &mut next);
                 state.insert(id("jobsets"), next, MANAGER);
             }
             for (typ, from) in [("Complete", "Completed"), ("Failed", "Failed")] {

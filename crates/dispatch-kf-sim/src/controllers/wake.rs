@@ -12,17 +12,17 @@
 //! that time wakes the unit. So a second of virtual time costs the units due in it,
 //! not a pass over every object of the cluster.
 
-use std::collections::BTreeSet;
 use std::ops::Bound;
 
 use jiff::Timestamp;
 use serde_json::Value;
 
 use super::snapshot::SUFFIX;
-use super::util::is_true;
+use crate::object::conditions::is_true;
+use crate::object::meta::{owner_uids, uid};
 use crate::resources::{RESOURCES, id};
-use crate::state::State;
-use crate::store::{Event, EventType, Key, owner_uids, uid_of};
+use crate::store::State;
+use crate::store::{Event, EventType, Key};
 
 /// The controllers that reconcile woken units.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -69,44 +69,9 @@ impl Ctl {
     }
 }
 
-/// The woken units of every controller.
-pub(crate) struct Wakes {
-    dirty: [BTreeSet<Key>; ALL.len()],
-    /// Every unit of every controller is due at the next look: nothing was seen yet,
-    /// the clock moved, a setting the controllers read changed, or a settle stopped
-    /// before its end.
-    everything: bool,
-    /// Objects created since the running controller's loop began (a pass over every
-    /// unit would not have listed them).
-    born: BTreeSet<Key>,
-    /// Units due at a time, earliest first (`at`).
-    timers: BTreeSet<(Timestamp, Ctl, Key)>,
-    /// Units reconciled since the sim started.
-    pub(crate) reconciled: u64,
-}
-
-impl Default for Wakes {
-    fn default() -> Self {
-        Self {
-            dirty: Default::default(),
-            everything: true,
-            born: BTreeSet::new(),
-            timers: BTreeSet::new(),
-            reconciled: 0,
-        }
-    }
-}
-
-impl Wakes {
-    /// Makes every unit of every controller due.
-    pub(crate) fn everything(&mut self) {
-        self.everything = true;
-    }
-
-    /// Forgets the woken units of `ctl` (a controller that is not running).
-    pub(crate) fn clear(&mut self, ctl: Ctl) {
-        self.dirty[ctl as usize].clear();
-    }
+/// Forgets the woken units of `ctl` (a controller that is not running).
+pub(crate) fn clear(state: &mut State, ctl: Ctl) {
+    state.wakes.queue(ctl as usize).clear();
 }
 
 /// Wakes `key` for `ctl` once the clock reaches `when`: the controller's answer for it
@@ -116,7 +81,7 @@ pub(crate) fn at(state: &mut State, ctl: Ctl, key: &Key, when: Timestamp) {
     if when <= state.now {
         wake(state, ctl, key.clone());
     } else {
-        state.wakes.timers.insert((when, ctl, key.clone()));
+        state.wakes.timers.insert((when, ctl as usize, key.clone()));
     }
 }
 
@@ -124,17 +89,17 @@ pub(crate) fn at(state: &mut State, ctl: Ctl, key: &Key, when: Timestamp) {
 fn ring(state: &mut State) {
     while state.wakes.timers.first().is_some_and(|(when, _, _)| *when <= state.now) {
         let Some((_, ctl, key)) = state.wakes.timers.pop_first() else { break };
-        wake(state, ctl, key);
+        wake(state, ALL[ctl], key);
     }
 }
 
 fn wake(state: &mut State, ctl: Ctl, key: Key) {
-    state.wakes.dirty[ctl as usize].insert(key);
+    state.wakes.queue(ctl as usize).insert(key);
 }
 
 fn wake_all(state: &mut State, ctl: Ctl) {
     let keys: Vec<Key> = state.store.range(id(ctl.unit()), "").map(|(k, _)| k.clone()).collect();
-    state.wakes.dirty[ctl as usize].extend(keys);
+    state.wakes.queue(ctl as usize).extend(keys);
 }
 
 /// The objects of `plural` an event's object (before or after) has owner references to.
@@ -149,7 +114,7 @@ fn owners(state: &State, ev: &Event, plural: &str) -> Vec<Key> {
 fn dependents(state: &State, ev: &Event, plural: &str) -> Vec<Key> {
     let res = id(plural);
     let index = state.store.index();
-    index.dependents(uid_of(&ev.object)).filter(|k| k.res == res).cloned().collect()
+    index.dependents(uid(&ev.object)).filter(|k| k.res == res).cloned().collect()
 }
 
 /// What of a Workload counts in its ClusterQueue's used quota.
@@ -255,12 +220,16 @@ pub(crate) fn each(
     loop {
         let wakes = &state.wakes;
         let from = cursor.clone().map_or(Bound::Unbounded, Bound::Excluded);
-        let next = wakes.dirty[ctl as usize]
-            .range((from, Bound::Unbounded))
-            .find(|k| !wakes.born.contains(*k))
+        let born = &wakes.born;
+        let dirty = &wakes.dirty;
+        let next = dirty
+            .get(ctl as usize)
+            .into_iter()
+            .flat_map(|d| d.range((from.clone(), Bound::Unbounded)))
+            .find(|k| !born.contains(*k))
             .cloned();
         let Some(key) = next else { break };
-        state.wakes.dirty[ctl as usize].remove(&key);
+        state.wakes.queue(ctl as usize).remove(&key);
         if let Some(unit) = state.store.get(&key).cloned() {
             state.wakes.reconciled += 1;
             reconcile(state, &key, unit);

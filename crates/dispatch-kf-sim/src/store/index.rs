@@ -6,29 +6,9 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use super::Key;
+use crate::object::keys::gpus;
+use crate::object::meta::{deleting, labels, owner_uids, str_at, uid};
 use crate::resources::{self, ResId};
-
-/// The UIDs an object's owner references name (controller or not).
-pub(crate) fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|o| o.get("uid")?.as_str())
-}
-
-/// An object's UID, or `""` (the garbage collector's reading).
-pub(crate) fn uid_of(obj: &Value) -> &str {
-    obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default()
-}
-
-fn deleting(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp").is_some()
-}
-
-fn str_at<'a>(obj: &'a Value, ptr: &str) -> &'a str {
-    obj.pointer(ptr).and_then(Value::as_str).unwrap_or_default()
-}
 
 /// Secondary indexes over the store's objects.
 pub(crate) struct Indexes {
@@ -105,7 +85,7 @@ impl Indexes {
                 .or_default()
                 .insert(key.clone());
         }
-        let uid = uid_of(obj);
+        let uid = uid(obj);
         self.uids.entry(uid.to_string()).or_default().insert(key.clone());
         self.dangling.remove(uid);
         for owner in owner_uids(obj) {
@@ -126,7 +106,7 @@ impl Indexes {
                 }
             }
         }
-        let uid = uid_of(obj);
+        let uid = uid(obj);
         if let Some(set) = self.uids.get_mut(uid) {
             set.remove(key);
             if set.is_empty() {
@@ -159,8 +139,7 @@ impl Indexes {
                 self.unscheduled.insert(key.clone());
             }
             if !node.is_empty() && phase != "Succeeded" && phase != "Failed" {
-                *self.gpus_used.entry(node.to_string()).or_default() +=
-                    crate::controllers::scheduler::gpus(obj);
+                *self.gpus_used.entry(node.to_string()).or_default() += gpus(obj);
             }
         }
     }
@@ -174,7 +153,7 @@ impl Indexes {
             let node = str_at(obj, "/spec/nodeName");
             let phase = str_at(obj, "/status/phase");
             if !node.is_empty() && phase != "Succeeded" && phase != "Failed" {
-                let gpus = crate::controllers::scheduler::gpus(obj);
+                let gpus = gpus(obj);
                 if let Some(used) = self.gpus_used.get_mut(node) {
                     *used -= gpus;
                     if *used == 0 {
@@ -225,13 +204,4 @@ impl Indexes {
     pub(crate) fn gpus_used(&self, node: &str) -> i64 {
         self.gpus_used.get(node).copied().unwrap_or(0)
     }
-}
-
-/// An object's labels with string values (the ones a selector can match).
-fn labels(obj: &Value) -> impl Iterator<Item = (&str, &str)> {
-    obj.pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
 }

@@ -4,6 +4,8 @@
 //! of changes the controllers have not looked at yet.
 
 mod index;
+mod queues;
+mod state;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
@@ -12,7 +14,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-pub(crate) use self::index::{Indexes, owner_uids, uid_of};
+pub(crate) use self::index::Indexes;
+pub(crate) use self::queues::WorkQueues;
+pub use self::state::RequestRecord;
+pub(crate) use self::state::{Chunk, State, fmt_time};
 use crate::resources::ResId;
 use crate::selector::Selector;
 

@@ -9,28 +9,17 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::apierror::ApiError;
-use crate::request::ApiReq;
+use crate::http::request::ApiReq;
+use crate::object::meta::{str_at, terminal};
 use crate::resources::{RESOURCES, id};
-use crate::state::State;
-use crate::store::{Event, EventType, Key};
-
-/// One appended chunk of a pod's log.
-#[derive(Debug, Clone)]
-pub(crate) struct Chunk {
-    pub(crate) ns: String,
-    pub(crate) pod: String,
-    pub(crate) text: String,
-}
+use crate::store::State;
+use crate::store::{Chunk, Event, EventType, Key};
 
 /// A follow stream ready to run.
 pub(crate) struct Follow {
     initial: String,
     /// `None` when the pod has already finished: send the text and end.
     live: Option<(Key, broadcast::Receiver<Chunk>, broadcast::Receiver<Arc<Event>>)>,
-}
-
-fn finished(pod: &Value) -> bool {
-    matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"))
 }
 
 /// The log so far, or NotFound for a missing pod.
@@ -53,8 +42,7 @@ pub(crate) fn append(state: &mut State, ns: &str, pod: &str, text: &str) {
 /// TrainJob (one its JobSet made): `step N: loss X`, the loss falling as 4/sqrt(N).
 pub(crate) fn write_training_step(state: &mut State, step: u64) {
     let line = format!("step {step}: loss {:.3}\n", 4.0 / (step as f64).sqrt());
-    let text =
-        |pod: &Value, p: &str| pod.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+    let text = |pod: &Value, p: &str| str_at(pod, p).to_string();
     let running: Vec<(String, String)> = state
         .store
         .range(id("pods"), "")
@@ -72,7 +60,7 @@ pub(crate) fn write_training_step(state: &mut State, step: u64) {
 pub(crate) fn follow(state: &State, req: &ApiReq) -> Result<Follow, ApiError> {
     let initial = text(state, req)?;
     let key = Key::new(req.res, &req.ns, &req.name);
-    let done = state.store.get(&key).is_some_and(finished);
+    let done = state.store.get(&key).is_some_and(terminal);
     let live = (!done).then(|| (key, state.log_tx.subscribe(), state.store.subscribe()));
     Ok(Follow { initial, live })
 }
@@ -95,7 +83,7 @@ pub(crate) async fn stream(f: Follow, tx: mpsc::Sender<Bytes>) {
                 Err(broadcast::error::RecvError::Closed) => return,
             },
             e = events.recv() => match e {
-                Ok(e) if e.key == key && (e.typ == EventType::Deleted || finished(&e.object)) => return,
+                Ok(e) if e.key == key && (e.typ == EventType::Deleted || terminal(&e.object)) => return,
                 Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(broadcast::error::RecvError::Closed) => return,
             },

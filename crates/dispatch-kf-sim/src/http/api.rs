@@ -8,16 +8,17 @@ use serde_json::Value;
 use crate::apierror::ApiError;
 use crate::auth::Access;
 use crate::controllers;
-use crate::delete::{self, DeleteOptions};
-use crate::discovery;
 use crate::faults::{self, FaultAction};
-use crate::openapi;
-use crate::read;
-use crate::request::{self, ApiReq, Route};
+use crate::http::delete;
+use crate::http::discovery;
+use crate::http::openapi;
+use crate::http::read;
+use crate::http::request::{self, ApiReq, Route};
+use crate::http::watch::{self, WatchStart};
+use crate::http::write;
+use crate::registry::{DeleteOptions, WriteOptions};
 use crate::resources::RESOURCES;
-use crate::state::{RequestRecord, State};
-use crate::watch::{self, WatchStart};
-use crate::write::{self, WriteOptions};
+use crate::store::{RequestRecord, State};
 
 /// An HTTP request, read whole.
 pub(crate) struct Incoming {
@@ -38,7 +39,7 @@ pub(crate) enum Reply {
     Text(u16, String),
     Watch(WatchStart),
     /// A `pods/log` stream with `follow=true`.
-    Follow(crate::logs::Follow),
+    Follow(crate::http::logs::Follow),
     /// Nothing: the connection is reset.
     Reset,
 }
@@ -243,10 +244,10 @@ fn handle(
             write::access_review(state, user, body).map(|v| Reply::Json(201, v))
         }
         ("get", "log") if res.kind == "Pod" && follow => {
-            crate::logs::follow(state, req).map(Reply::Follow)
+            crate::http::logs::follow(state, req).map(Reply::Follow)
         }
         ("get", "log") if res.kind == "Pod" => {
-            crate::logs::text(state, req).map(|t| Reply::Text(200, t))
+            crate::http::logs::text(state, req).map(|t| Reply::Text(200, t))
         }
         ("get", "" | "status") => read::get(state, req, &inc.accept).map(|v| Reply::Json(200, v)),
         ("list", "") => read::list(state, req, q, &inc.accept).map(|v| Reply::Json(200, v)),
@@ -261,7 +262,7 @@ fn handle(
             .and_then(|o| delete::handle(state, req, &o))
             .map(|v| Reply::Json(200, v)),
         ("deletecollection", "") => {
-            crate::collection::handle(state, req, q, body).map(|v| Reply::Json(200, v))
+            crate::http::collection::handle(state, req, q, body).map(|v| Reply::Json(200, v))
         }
         _ => Err(ApiError::method_not_allowed()),
     }

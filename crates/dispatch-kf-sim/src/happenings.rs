@@ -5,40 +5,16 @@
 
 use serde_json::{Value, json};
 
+use crate::controllers::kubelet::terminate;
 use crate::controllers::nodes::{OUT_OF_SERVICE, UNREACHABLE};
-use crate::controllers::scheduler::GPU;
-use crate::controllers::util::set_condition;
 use crate::controllers::{self};
-use crate::delete::{self, DeleteOptions};
+use crate::object::conditions::set_condition;
+use crate::object::keys::GPU;
+use crate::registry::{self, DeleteOptions};
 use crate::resources::id;
 use crate::sim::Sim;
-use crate::state::State;
 use crate::store::Key;
-
-/// Marks every container terminated with `code` and the pod `Failed` (or `Succeeded`
-/// when the code is 0), as the kubelet reports it under `restartPolicy: Never`.
-pub(crate) fn terminate(pod: &mut Value, code: i64, reason: &str, message: &str, now: &str) {
-    let names: Vec<Value> = pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map(|c| c.iter().map(|c| c["name"].clone()).collect())
-        .unwrap_or_default();
-    let statuses: Vec<Value> = names
-        .into_iter()
-        .map(|name| {
-            let mut t = json!({"exitCode": code, "reason": reason, "startedAt": now, "finishedAt": now});
-            if !message.is_empty() {
-                t["message"] = json!(message);
-            }
-            json!({"name": name, "ready": false, "started": false, "restartCount": 0, "state": {"terminated": t}})
-        })
-        .collect();
-    pod["status"]["containerStatuses"] = json!(statuses);
-    pod["status"]["phase"] = json!(if code == 0 { "Succeeded" } else { "Failed" });
-    for t in ["ContainersReady", "Ready"] {
-        set_condition(pod, t, "False", "PodCompleted", "", now);
-    }
-}
+use crate::store::State;
 
 impl Sim {
     fn with_pod(&self, ns: &str, pod: &str, f: impl FnOnce(&mut State, &Key, &mut Value)) -> bool {
@@ -118,7 +94,7 @@ impl Sim {
             let now = st.now_str();
             set_condition(p, "DisruptionTarget", "True", reason, message, &now);
             st.store.put(key.clone(), p.clone());
-            let _ = delete::delete(st, key, &DeleteOptions::default());
+            let _ = registry::delete(st, key, &DeleteOptions::default());
         })
     }
 
@@ -206,12 +182,5 @@ impl Sim {
             st.store.put(key, n);
             true
         })
-    }
-}
-
-/// Settles after a verb when auto-settle is on.
-pub(crate) fn after(st: &mut State) {
-    if st.auto_settle {
-        controllers::settle(st);
     }
 }

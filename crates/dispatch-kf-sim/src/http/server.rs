@@ -1,4 +1,4 @@
-//! The HTTP side: a hyper HTTP/1.1 server on 127.0.0.1, over TLS ([`crate::tls`]) unless
+//! The HTTP side: a hyper HTTP/1.1 server on 127.0.0.1, over TLS ([`crate::http::tls`]) unless
 //! plain HTTP is asked for, one task per connection, and the
 //! network faults that need the socket itself: refusing connections (the listener is
 //! closed and every open connection dropped, so a pooled keep-alive connection cannot
@@ -26,8 +26,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-use crate::api::{self, Incoming, Reply};
-use crate::state::State;
+use crate::http::api::{self, Incoming, Reply};
+use crate::store::State;
 
 type Out = BoxBody<Bytes, Infallible>;
 
@@ -184,7 +184,7 @@ async fn serve(
         Reply::Text(code, t) => respond(code, "text/plain; charset=utf-8", t.into_bytes(), &[]),
         Reply::Follow(f) => {
             let (tx, rx) = mpsc::channel(64);
-            tokio::spawn(crate::logs::stream(f, tx));
+            tokio::spawn(crate::http::logs::stream(f, tx));
             Response::builder()
                 .status(200)
                 .header(header::CONTENT_TYPE, "text/plain")
@@ -194,7 +194,7 @@ async fn serve(
             let (tx, rx) = mpsc::channel(1024);
             let closer = shared.close_watches.subscribe();
             let bookmarks = shared.bookmarks.subscribe();
-            tokio::spawn(crate::watch::stream(start, tx, closer, bookmarks));
+            tokio::spawn(crate::http::watch::stream(start, tx, closer, bookmarks));
             Response::builder()
                 .status(200)
                 .header(header::CONTENT_TYPE, "application/json")

@@ -2,16 +2,14 @@
 //! identities, fault rules, the request log, and controller bookkeeping.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use serde_json::{Value, json};
 
+use super::{Key, Store, WorkQueues};
 use crate::auth::Identity;
 use crate::faults::Slot;
-use crate::resources::{self, ResId};
-use crate::store::{Key, Store};
+use crate::schema::Releases;
 
 /// One request as the server saw it, for tests to read back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +37,14 @@ pub struct RequestRecord {
     pub fault: Option<String>,
 }
 
+/// One appended chunk of a pod's log.
+#[derive(Debug, Clone)]
+pub(crate) struct Chunk {
+    pub(crate) ns: String,
+    pub(crate) pod: String,
+    pub(crate) text: String,
+}
+
 /// Characters the apiserver uses for generated name suffixes.
 const SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
@@ -64,10 +70,10 @@ pub(crate) struct State {
     pub(crate) anonymous: Option<String>,
     pub(crate) slow_termination: bool,
     pub(crate) manage_jobs_without_queue_name: bool,
-    pub(crate) releases: crate::sim::Releases,
-    pub(crate) log_tx: tokio::sync::broadcast::Sender<crate::logs::Chunk>,
+    pub(crate) releases: Releases,
+    pub(crate) log_tx: tokio::sync::broadcast::Sender<Chunk>,
     /// The objects each controller must look at again.
-    pub(crate) wakes: crate::controllers::wake::Wakes,
+    pub(crate) wakes: WorkQueues,
 }
 
 impl State {
@@ -118,52 +124,6 @@ impl State {
                 SUFFIX_ALPHABET[(self.rng % SUFFIX_ALPHABET.len() as u64) as usize] as char
             })
             .collect()
-    }
-
-    /// Inserts an object directly (setup and controllers), filling the metadata the
-    /// apiserver would; returns the stored object.
-    pub(crate) fn insert(&mut self, res: ResId, obj: Value, manager: &str) -> Arc<Value> {
-        self.insert_as(res, obj, manager, "Update")
-    }
-
-    /// [`State::insert`] with the managedFields operation named (`Update` or `Apply`, for
-    /// a controller that writes by server-side apply).
-    pub(crate) fn insert_as(
-        &mut self,
-        res: ResId,
-        mut obj: Value,
-        manager: &str,
-        operation: &str,
-    ) -> Arc<Value> {
-        let r = &resources::RESOURCES[res];
-        let ns = if r.namespaced {
-            obj.pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .unwrap_or("default")
-                .to_string()
-        } else {
-            String::new()
-        };
-        let name =
-            obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-        obj["apiVersion"] = json!(r.api_version());
-        obj["kind"] = json!(r.kind);
-        if r.namespaced {
-            obj["metadata"]["namespace"] = json!(ns);
-        }
-        if obj.pointer("/metadata/uid").is_none() {
-            obj["metadata"]["uid"] = json!(self.next_uid());
-        }
-        if obj.pointer("/metadata/creationTimestamp").is_none() {
-            obj["metadata"]["creationTimestamp"] = json!(self.now_str());
-        }
-        if obj.pointer("/metadata/generation").is_none() {
-            obj["metadata"]["generation"] = json!(1);
-        }
-        let time = self.now_str();
-        let old = self.store.get(&Key::new(res, &ns, &name)).cloned();
-        crate::managed::record(old.as_ref(), &mut obj, manager, operation, "", &time);
-        self.store.put(Key::new(res, &ns, &name), obj)
     }
 }
 

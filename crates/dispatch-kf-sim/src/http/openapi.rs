@@ -12,8 +12,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::resources::{RESOURCES, Resource};
+use crate::schema::Releases;
 use crate::schema::{self, Shape};
-use crate::sim::Releases;
 
 /// The OpenAPI document at `path` (`/openapi/v3...`), or `None` (then 404).
 pub(crate) fn document(

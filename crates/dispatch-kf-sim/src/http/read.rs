@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::apierror::ApiError;
-use crate::request::ApiReq;
+use crate::http::request::ApiReq;
+use crate::object::meta::str_at;
 use crate::resources::RESOURCES;
 use crate::selector::Selector;
-use crate::state::State;
 use crate::store::Key;
+use crate::store::State;
 
 /// A `fieldSelector` on `metadata.name` / `metadata.namespace` (the fields every
 /// resource supports).
@@ -43,7 +44,7 @@ impl FieldSelector {
     pub(crate) fn matches(&self, obj: &Value) -> bool {
         self.0.iter().all(|(k, eq, v)| {
             let ptr = if k == "metadata.name" { "/metadata/name" } else { "/metadata/namespace" };
-            let got = obj.pointer(ptr).and_then(Value::as_str).unwrap_or_default();
+            let got = str_at(obj, ptr);
             (got == v) == *eq
         })
     }

@@ -12,13 +12,13 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::apierror::ApiError;
-use crate::delete::{self, DeleteOptions};
-use crate::read::FieldSelector;
-use crate::request::ApiReq;
+use crate::http::read::FieldSelector;
+use crate::http::request::ApiReq;
+use crate::registry::{self, DeleteOptions};
 use crate::resources::RESOURCES;
 use crate::selector::Selector;
-use crate::state::State;
 use crate::store::Key;
+use crate::store::State;
 
 /// Deletes every matching object; the answer is the `<Kind>List` of what was deleted.
 pub(crate) fn handle(
@@ -44,7 +44,7 @@ pub(crate) fn handle(
     let mut items = Vec::new();
     let mut first_error = None;
     for (key, obj) in matching {
-        match delete::delete(state, &key, &opts) {
+        match registry::delete(state, &key, &opts) {
             Ok(_) => items.push(obj),
             Err(e) => {
                 first_error.get_or_insert(e);

@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::apierror::ApiError;
-use crate::read::{FieldSelector, partial, wants_metadata};
-use crate::request::ApiReq;
+use crate::http::read::{FieldSelector, partial, wants_metadata};
+use crate::http::request::ApiReq;
 use crate::resources::RESOURCES;
 use crate::selector::Selector;
-use crate::state::State;
+use crate::store::State;
 use crate::store::{Event, EventType};
 
 /// What a watch sends.

@@ -7,36 +7,18 @@
 use serde_json::{Value, json};
 
 use crate::apierror::{ApiError, Cause};
-use crate::controllers::kueue::{GATED_BY, QUEUE_NAME};
+use crate::object::keys::{
+    GATED_BY, KUEUE_GROUP_VERSION, QUEUE_NAME, TRAINER_CONTROLLER, runtime_supported,
+    unsupported_runtime,
+};
+use crate::object::meta::{str_at, suspended};
 use crate::resources::{Resource, id};
-use crate::state::State;
+use crate::store::State;
 
-/// The TrainJob controller's `managedBy` value.
-pub const TRAINER_CONTROLLER: &str = "trainer.kubeflow.org/trainjob-controller";
 const MULTIKUEUE: &str = "kueue.x-k8s.io/multikueue";
 const WEBHOOK: &str = "validator.trainjob.trainer.kubeflow.org";
 /// CRD `MaxItems` on `spec.trainer.command`, `args` and `env`.
 const MAX_ITEMS: usize = 128;
-
-/// The runtime kinds the Trainer registers (`RuntimeRefToRuntimeRegistryKey` in
-/// kubeflow/trainer `pkg/runtime/runtime.go` names them as a `GroupKind`).
-const RUNTIME_KINDS: &[&str] = &["TrainingRuntime", "ClusterTrainingRuntime"];
-
-/// Whether the Trainer has a runtime registered for this `runtimeRef` group and kind.
-pub(crate) fn runtime_supported(group: &str, kind: &str) -> bool {
-    group == "trainer.kubeflow.org" && RUNTIME_KINDS.contains(&kind)
-}
-
-/// The Trainer's words for a runtime it does not support, from both its validating
-/// webhook and its controller: `unsupported runtime: <Kind>.<group>` (a `GroupKind`'s
-/// `String()`, which is the kind alone when the group is empty).
-pub(crate) fn unsupported_runtime(group: &str, kind: &str) -> String {
-    if group.is_empty() {
-        format!("unsupported runtime: {kind}")
-    } else {
-        format!("unsupported runtime: {kind}.{group}")
-    }
-}
 
 /// Fields the CRD marks `self == oldSelf`, with the CEL type name the message shows.
 const IMMUTABLE: &[(&str, &str)] = &[
@@ -109,7 +91,7 @@ fn default(old: Option<&Value>, new: &mut Value, now: &str, kueue: bool) {
 /// Schema and CEL validation: the causes of a 422.
 fn schema(old: Option<&Value>, new: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
-    let name = new.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let name = str_at(new, "/metadata/name");
     let root = |msg: &str| {
         (
             "FieldValueInvalid",
@@ -164,10 +146,6 @@ fn schema(old: Option<&Value>, new: &Value) -> Vec<Cause> {
     causes
 }
 
-fn suspended(v: &Value) -> bool {
-    v.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false)
-}
-
 /// A kind's admission beyond the generic checks, run on every create (`old` `None`)
 /// and every update of the object itself (not of its status).
 type Admit = fn(&State, &Resource, &str, Option<&Value>, &mut Value) -> Result<(), ApiError>;
@@ -198,7 +176,7 @@ fn admit_train_job(
     new: &mut Value,
 ) -> Result<(), ApiError> {
     let now = state.now_str();
-    let kueue = !state.unserved.contains(crate::controllers::kueue::GROUP_VERSION);
+    let kueue = !state.unserved.contains(KUEUE_GROUP_VERSION);
     trainjob(res, old, new, &now, kueue, runtime_check(state, ns))
 }
 
@@ -234,8 +212,7 @@ pub(crate) fn trainjob(
     runtime_exists: impl Fn(&str, &str) -> bool,
 ) -> Result<(), ApiError> {
     default(old, new, now, kueue);
-    let name =
-        new.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let name = str_at(new, "/metadata/name").to_string();
     let causes = schema(old, new);
     if !causes.is_empty() {
         return Err(ApiError::invalid(res, &name, causes));

@@ -1,0 +1,166 @@
+//! Update, in the apiserver's order: the name, the resource version, the half of the
+//! object the write may change, the server's metadata, finalizers, the kind's
+//! admission, the generation; a write that changes nothing stores nothing.
+
+use serde_json::{Value, json};
+
+use super::{bump_generation, check_fields, delete, record_and_put};
+use crate::apierror::ApiError;
+use crate::object::meta::{deleting, finalizers, str_at};
+use crate::registry::admission;
+use crate::resources::{RESOURCES, Resource};
+use crate::schema::Validation;
+use crate::store::{Key, State};
+
+/// What a write request's query asks of it, as `CreateOptions`, `UpdateOptions` and
+/// `PatchOptions` carry it.
+pub(crate) struct WriteOptions {
+    /// The manager name for managedFields: `fieldManager`, else the User-Agent up to `/`.
+    pub(crate) manager: String,
+    /// How fields the kind's schema does not declare are met.
+    pub(crate) validation: Validation,
+}
+
+/// Everything but metadata and status: a change here bumps `metadata.generation`.
+fn spec_part(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+    }
+    v
+}
+
+/// Writes `new` over `old` after the checks every update path shares, in the
+/// apiserver's order: the name, the resource version, the half of the object the
+/// request may change (`sub` is `status` for the status subresource), the server's
+/// metadata, finalizers, the kind's admission, the generation; a write that changes
+/// nothing stores nothing.
+pub(crate) fn commit(
+    state: &mut State,
+    key: &Key,
+    sub: &str,
+    old: &Value,
+    mut new: Value,
+    options: &WriteOptions,
+    operation: &str,
+) -> Result<Value, ApiError> {
+    let res = &RESOURCES[key.res];
+    check_fields(state, res, &key.name, &mut new, options.validation)?;
+    if new.pointer("/metadata/name").and_then(Value::as_str).is_some_and(|n| n != key.name) {
+        return Err(ApiError::bad_request(
+            "the name of the object does not match the name on the URL",
+        ));
+    }
+    let current = resource_version(old).to_owned();
+    let sent = resource_version(&new);
+    if !sent.is_empty() && sent != current {
+        return Err(ApiError::conflict(res, &key.name));
+    }
+    keep_the_other_half(res, sub, old, &mut new);
+    keep_the_servers_metadata(res, old, &mut new);
+    finalizers_only_shrink_once_deleting(res, &key.name, old, &new)?;
+    if sub.is_empty() {
+        admission::admit(state, res, &key.ns, Some(old), &mut new)?;
+    }
+    if spec_part(old) != spec_part(&new) {
+        bump_generation(old, &mut new);
+    }
+    new["metadata"]["resourceVersion"] = json!(current);
+    if same_but_managed_fields(old, &new) {
+        // A no-op write stores nothing and keeps the resourceVersion, as the apiserver does.
+        return Ok(old.clone());
+    }
+    let finished = delete::finished(&new);
+    let stored = record_and_put(state, key.clone(), new, &options.manager, operation, sub);
+    if finished {
+        state.store.remove(key);
+    }
+    Ok((*stored).clone())
+}
+
+fn resource_version(object: &Value) -> &str {
+    str_at(object, "/metadata/resourceVersion")
+}
+
+/// A write to `/status` changes only the status; a write to the object itself changes
+/// everything but the status, for a kind with a status subresource.
+fn keep_the_other_half(res: &Resource, sub: &str, old: &Value, new: &mut Value) {
+    let kept = if sub == "status" {
+        let status = new.get("status").cloned();
+        *new = old.clone();
+        status
+    } else if res.status {
+        old.get("status").cloned()
+    } else {
+        return;
+    };
+    match kept {
+        Some(status) => new["status"] = status,
+        None => {
+            if let Some(m) = new.as_object_mut() {
+                m.remove("status");
+            }
+        }
+    }
+}
+
+/// System metadata, the namespace, `apiVersion` and `kind` are the server's.
+fn keep_the_servers_metadata(res: &Resource, old: &Value, new: &mut Value) {
+    for f in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        match old.pointer(&format!("/metadata/{f}")) {
+            Some(v) => new["metadata"][f] = v.clone(),
+            None => {
+                if let Some(m) = new["metadata"].as_object_mut() {
+                    m.remove(f);
+                }
+            }
+        }
+    }
+    new["metadata"]["namespace"] = old["metadata"]["namespace"].clone();
+    if !res.namespaced
+        && let Some(m) = new["metadata"].as_object_mut()
+    {
+        m.remove("namespace");
+    }
+    new["apiVersion"] = json!(res.api_version());
+    new["kind"] = json!(res.kind);
+}
+
+/// Once deletion has started, finalizers may only be removed.
+fn finalizers_only_shrink_once_deleting(
+    res: &Resource,
+    name: &str,
+    old: &Value,
+    new: &Value,
+) -> Result<(), ApiError> {
+    if !deleting(old) {
+        return Ok(());
+    }
+    let before = finalizers(old);
+    match new.pointer("/metadata/finalizers").and_then(Value::as_array) {
+        Some(after) if after.iter().any(|f| !before.contains(f)) => Err(ApiError::invalid(
+            res,
+            name,
+            vec![("FieldValueForbidden", "metadata.finalizers".into(), "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted".into())],
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Whether two versions of an object differ in nothing but their managed fields.
+fn same_but_managed_fields(old: &Value, new: &Value) -> bool {
+    let (mut old, mut new) = (old.clone(), new.clone());
+    for v in [&mut old, &mut new] {
+        if let Some(m) = v["metadata"].as_object_mut() {
+            m.remove("managedFields");
+        }
+    }
+    old == new
+}

@@ -1,0 +1,159 @@
+//! The sim's layers, kept by a test that reads its source (as a tidy test does): every
+//! module of `src/` names, through `crate::` and `super::` paths, only modules of its
+//! own layer or of the layers below it. So nothing below the registry names a
+//! controller or an HTTP module, no controller names a request type, and the store
+//! names neither. `docs/sim.md` ("Code map") describes the layers.
+
+use std::path::Path;
+
+/// Each top-level module of the crate and its layer, bottom (1) to top (6).
+const LAYERS: &[(&str, u8)] = &[
+    // 1. Plain accessors, keys and leaf types: functions of values, no state.
+    ("object", 1),
+    ("resources", 1),
+    ("apierror", 1),
+    ("selector", 1),
+    ("schema", 1),
+    ("managed", 1),
+    ("patch", 1),
+    ("auth", 1),
+    ("faults", 1),
+    // 2. The store and the state it sits in: objects, journal, indexes, work queues.
+    ("store", 2),
+    // 3. The registry: every write, from a controller or a handler, goes through it.
+    ("registry", 3),
+    // 4. The controllers.
+    ("controllers", 4),
+    // 5. HTTP: routing, request parsing, handlers, the server.
+    ("http", 5),
+    // 6. The facade and what a test makes happen.
+    ("sim", 6),
+    ("happenings", 6),
+    ("demo", 6),
+];
+
+fn layer_of(module: &str) -> Option<u8> {
+    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
+}
+
+/// The module path of a source file (`controllers/kueue.rs` is `controllers::kueue`,
+/// `store/mod.rs` is `store`).
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> =
+        rel.with_extension("").iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+fn ident(s: &str) -> &str {
+    let end = s.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(s.len());
+    &s[..end]
+}
+
+/// The top-level modules one line names through `crate::` and `super::` paths.
+fn named(module: &[String], line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let inner = &group[..group.find('}').unwrap_or(group.len())];
+            out.extend(inner.split(',').map(|p| ident(p.trim()).to_string()));
+        } else {
+            out.push(ident(rest).to_string());
+        }
+    }
+    let mut rest = line;
+    while let Some(i) = rest.find("super::") {
+        let before = &rest[..i];
+        let mut up = 1;
+        rest = &rest[i + "super::".len()..];
+        while let Some(r) = rest.strip_prefix("super::") {
+            up += 1;
+            rest = r;
+        }
+        // `use super::*` in a file's test module names the file's own module.
+        if before.trim_end().ends_with("use") && rest.starts_with('*') {
+            continue;
+        }
+        let base = module.len().saturating_sub(up);
+        out.push(
+            module
+                .get(..base)
+                .and_then(|m| m.first().cloned())
+                .unwrap_or_else(|| ident(rest).to_string()),
+        );
+    }
+    out.retain(|m| !m.is_empty() && m != "self");
+    out
+}
+
+/// Every `crate::`/`super::` path in `src/` that names a module above its own layer,
+/// or a module the table does not place.
+fn violations(src: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut files = vec![src.to_path_buf()];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).expect("read src") {
+                files.push(entry.expect("entry").path());
+            }
+            continue;
+        }
+        let rel = path.strip_prefix(src).expect("under src");
+        if rel.extension().is_none_or(|e| e != "rs") || rel == Path::new("lib.rs") {
+            continue;
+        }
+        let module = module_of(rel);
+        let Some(own) = layer_of(&module[0]) else {
+            found.push(format!("{}: module `{}` has no layer in LAYERS", rel.display(), module[0]));
+            continue;
+        };
+        let text = std::fs::read_to_string(&path).expect("read file");
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for target in named(&module, line) {
+                match layer_of(&target) {
+                    Some(layer) if layer <= own => {}
+                    Some(layer) => found.push(format!(
+                        "{}:{}: layer {own} names `{target}` of layer {layer}: {}",
+                        rel.display(),
+                        n + 1,
+                        line.trim()
+                    )),
+                    None => found.push(format!(
+                        "{}:{}: names `{target}`, which has no layer in LAYERS (a re-export of lib.rs?): {}",
+                        rel.display(),
+                        n + 1,
+                        line.trim()
+                    )),
+                }
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn each_module_names_only_its_own_layer_and_the_layers_below() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = violations(&src);
+    assert!(found.is_empty(), "layer violations:\n{}", found.join("\n"));
+}
+
+#[test]
+fn a_path_is_read_as_the_module_it_names() {
+    let kueue = module_of(Path::new("controllers/kueue.rs"));
+    assert_eq!(named(&kueue, "use super::wake::{self, Ctl};"), ["controllers"]);
+    assert_eq!(named(&kueue, "super::super::http::x()"), ["http"]);
+    assert_eq!(named(&kueue, "use crate::{registry, store::Key};"), ["registry", "store"]);
+    assert_eq!(named(&kueue, "    use super::*;"), Vec::<String>::new());
+    let store = module_of(Path::new("store/mod.rs"));
+    assert_eq!(store, ["store"]);
+    assert_eq!(named(&store, "use super::controllers::wake;"), ["controllers"]);
+}
