@@ -146,15 +146,9 @@ fn schema(old: Option<&Value>, new: &Value) -> Vec<Cause> {
     causes
 }
 
-/// A kind's admission beyond the generic checks, run on every create (`old` `None`)
-/// and every update of the object itself (not of its status).
-type Admit = fn(&State, &Resource, &str, Option<&Value>, &mut Value) -> Result<(), ApiError>;
-
-/// The kinds admitted beyond the generic checks: the Trainer's webhook (and Kueue's
-/// for TrainJobs).
-const ADMISSION: &[(&str, Admit)] = &[("TrainJob", admit_train_job)];
-
-/// Runs `res`'s admission, if it has one, on `new` in namespace `ns`.
+/// Runs the admission of `res` beyond the generic checks, on every create (`old`
+/// `None`) and every update of the object itself (not of its status), on `new` in
+/// namespace `ns`. Only TrainJobs have one: the Trainer's webhook (and Kueue's).
 pub(crate) fn admit(
     state: &State,
     res: &Resource,
@@ -162,19 +156,9 @@ pub(crate) fn admit(
     old: Option<&Value>,
     new: &mut Value,
 ) -> Result<(), ApiError> {
-    match ADMISSION.iter().find(|(kind, _)| *kind == res.kind) {
-        Some((_, admit)) => admit(state, res, ns, old, new),
-        None => Ok(()),
+    if res.kind != "TrainJob" {
+        return Ok(());
     }
-}
-
-fn admit_train_job(
-    state: &State,
-    res: &Resource,
-    ns: &str,
-    old: Option<&Value>,
-    new: &mut Value,
-) -> Result<(), ApiError> {
     let now = state.now_str();
     let kueue = !state.unserved.contains(KUEUE_GROUP_VERSION);
     trainjob(res, old, new, &now, kueue, runtime_check(state, ns))

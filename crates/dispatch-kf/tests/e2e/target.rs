@@ -25,10 +25,14 @@ const SIM_STEP: Duration = Duration::from_secs(5);
 /// Time the simulated cluster's readers get after each step, on tokio's paused clock:
 /// every task that can run (the gate reconciling, a Watch gathering evidence) runs
 /// before it passes, and no wall-clock time is spent waiting. Longer than a Watch
-/// waits for changes to go quiet before it looks again (`coalesce::QUIET`, at most
-/// `AT_MOST`), as a real cluster's poll is: each step's changes are then observed
-/// before the scenario's next step, not folded into the one after.
-const SIM_CATCH_UP: Duration = Duration::from_millis(1500);
+/// waits for changes to go quiet before it looks again (`coalesce::QUIET`, 100 ms), as
+/// a real cluster's poll is, so each step's changes are observed before the scenario's
+/// next step; and short enough that a whole wait (`SIM_STEPS` of them) stays within the
+/// client's watch timeouts, which run on the same paused clock while the sim's
+/// answers take real time.
+const SIM_CATCH_UP: Duration = Duration::from_millis(200);
+/// Real time the sim's answers get to cross their sockets after each step.
+const SIM_REAL_MOMENT: Duration = Duration::from_millis(20);
 /// Looks on the simulated cluster before a wait fails: ten virtual minutes.
 const SIM_STEPS: u32 = 120;
 
@@ -148,6 +152,10 @@ impl Target {
                 sim.advance(SIM_STEP);
                 // What reads the sim on tasks of its own (the gate reconciling, a Watch
                 // gathering evidence) runs on the test's runtime: give it a moment to.
+                // Its answers cross real sockets, which a paused clock does not wait
+                // for: a moment of real time first, in which tokio holds the clock.
+                let real = tokio::task::spawn_blocking(|| std::thread::sleep(SIM_REAL_MOMENT));
+                real.await.expect("a blocking sleep");
                 tokio::time::sleep(SIM_CATCH_UP).await;
             }
             Target::Real(_) => tokio::time::sleep(REAL_POLL).await,
