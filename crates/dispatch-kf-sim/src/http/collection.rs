@@ -12,11 +12,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::apierror::ApiError;
-use crate::http::read::FieldSelector;
+use crate::http::read::Selection;
 use crate::http::request::ApiReq;
 use crate::registry::{self, DeleteOptions};
 use crate::resources::RESOURCES;
-use crate::selector::Selector;
 use crate::store::Key;
 use crate::store::State;
 
@@ -32,13 +31,9 @@ pub(crate) fn handle(
         return Err(ApiError::method_not_allowed());
     }
     let opts = DeleteOptions::read(body, q)?;
-    let labels = Selector::parse(q.get("labelSelector").map_or("", String::as_str))?;
-    let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))?;
-    let matching: Vec<(Key, Value)> = state
-        .store
-        .select(req.res, &req.ns, &labels)
+    let matching: Vec<(Key, Value)> = Selection::from_query(q)?
+        .select(state, req.res, &req.ns)
         .into_iter()
-        .filter(|(_, v)| fields.matches(v))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let mut items = Vec::new();

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::apierror::ApiError;
 use crate::http::request::ApiReq;
 use crate::object::meta::str_at;
-use crate::resources::RESOURCES;
+use crate::resources::{RESOURCES, ResId};
 use crate::selector::Selector;
 use crate::store::Key;
 use crate::store::State;
@@ -16,10 +16,10 @@ use crate::store::State;
 /// A `fieldSelector` on `metadata.name` / `metadata.namespace` (the fields every
 /// resource supports).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct FieldSelector(Vec<(String, bool, String)>);
+struct FieldSelector(Vec<(String, bool, String)>);
 
 impl FieldSelector {
-    pub(crate) fn parse(s: &str) -> Result<Self, ApiError> {
+    fn parse(s: &str) -> Result<Self, ApiError> {
         let mut out = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, eq, v) = if let Some((k, v)) = part.split_once("!=") {
@@ -41,12 +41,48 @@ impl FieldSelector {
         Ok(Self(out))
     }
 
-    pub(crate) fn matches(&self, obj: &Value) -> bool {
+    fn matches(&self, obj: &Value) -> bool {
         self.0.iter().all(|(k, eq, v)| {
             let ptr = if k == "metadata.name" { "/metadata/name" } else { "/metadata/namespace" };
             let got = str_at(obj, ptr);
             (got == v) == *eq
         })
+    }
+}
+
+/// What a list, a watch or a deletecollection selects: its `labelSelector` and
+/// `fieldSelector`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Selection {
+    labels: Selector,
+    fields: FieldSelector,
+}
+
+impl Selection {
+    /// The query's selectors; a malformed one is a 400 BadRequest.
+    pub(crate) fn from_query(q: &BTreeMap<String, String>) -> Result<Self, ApiError> {
+        let param = |name: &str| q.get(name).map_or("", String::as_str);
+        Ok(Self {
+            labels: Selector::parse(param("labelSelector"))?,
+            fields: FieldSelector::parse(param("fieldSelector"))?,
+        })
+    }
+
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
+        self.labels.matches(obj) && self.fields.matches(obj)
+    }
+
+    /// The stored objects of `res` in `ns` (every namespace when empty) it selects, in
+    /// key order.
+    pub(crate) fn select<'s>(
+        &self,
+        state: &'s State,
+        res: ResId,
+        ns: &'s str,
+    ) -> Vec<(&'s Key, &'s Value)> {
+        let mut found = state.store.select(res, ns, &self.labels);
+        found.retain(|(_, v)| self.fields.matches(v));
+        found
     }
 }
 
@@ -80,8 +116,7 @@ pub(crate) fn list(
     accept: &str,
 ) -> Result<Value, ApiError> {
     let res = &RESOURCES[req.res];
-    let labels = Selector::parse(q.get("labelSelector").map_or("", String::as_str))?;
-    let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))?;
+    let selection = Selection::from_query(q)?;
     let limit: usize =
         q.get("limit").and_then(|l| l.parse().ok()).filter(|l| *l > 0).unwrap_or(usize::MAX);
     let start: usize = match q.get("continue").filter(|c| !c.is_empty()) {
@@ -93,13 +128,8 @@ pub(crate) fn list(
         None => 0,
     };
     let meta = wants_metadata(accept);
-    let matching: Vec<&Value> = state
-        .store
-        .select(req.res, &req.ns, &labels)
-        .into_iter()
-        .map(|(_, v)| v)
-        .filter(|v| fields.matches(v))
-        .collect();
+    let matching: Vec<&Value> =
+        selection.select(state, req.res, &req.ns).into_iter().map(|(_, v)| v).collect();
     let page: Vec<Value> = matching
         .iter()
         .skip(start)

@@ -11,10 +11,9 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::apierror::ApiError;
-use crate::http::read::{FieldSelector, partial, wants_metadata};
+use crate::http::read::{Selection, partial, wants_metadata};
 use crate::http::request::ApiReq;
 use crate::resources::RESOURCES;
-use crate::selector::Selector;
 use crate::store::State;
 use crate::store::{Event, EventType};
 
@@ -22,8 +21,7 @@ use crate::store::{Event, EventType};
 pub(crate) struct Filter {
     res: usize,
     ns: String,
-    labels: Selector,
-    fields: FieldSelector,
+    selection: Selection,
     metadata_only: bool,
     bookmarks: bool,
 }
@@ -35,7 +33,7 @@ impl Filter {
     }
 
     fn matches(&self, obj: &Value) -> bool {
-        self.labels.matches(obj) && self.fields.matches(obj)
+        self.selection.matches(obj)
     }
 
     /// The line an event gives this watcher, if any.
@@ -97,8 +95,7 @@ pub(crate) fn start(
     let filter = Arc::new(Filter {
         res: req.res,
         ns: req.ns.clone(),
-        labels: Selector::parse(q.get("labelSelector").map_or("", String::as_str))?,
-        fields: FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))?,
+        selection: Selection::from_query(q)?,
         metadata_only: wants_metadata(accept),
         bookmarks: q.get("allowWatchBookmarks").is_some_and(|b| b == "true"),
     });
@@ -106,10 +103,8 @@ pub(crate) fn start(
     let mut initial = Vec::new();
     match rv {
         None => {
-            for (_, obj) in state.store.select(req.res, &req.ns, &filter.labels) {
-                if filter.fields.matches(obj) {
-                    initial.push(filter.render("ADDED", obj));
-                }
+            for (_, obj) in filter.selection.select(state, req.res, &req.ns) {
+                initial.push(filter.render("ADDED", obj));
             }
         }
         Some(rv) => {
