@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::controllers::kubelet::terminate;
 use crate::controllers::nodes::{OUT_OF_SERVICE, UNREACHABLE};
-use crate::controllers::{self};
+use crate::controllers::{self, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, KUBELET};
 use crate::object::conditions::set_condition;
 use crate::object::keys::GPU;
 use crate::registry::{self, DeleteOptions};
@@ -15,6 +15,12 @@ use crate::resources::id;
 use crate::sim::Sim;
 use crate::store::Key;
 use crate::store::State;
+
+/// The field manager of an eviction's pod update: the client that asked for it
+/// (`kubectl drain`).
+const EVICTION_CLIENT: &str = "kubectl";
+/// The field manager of an administrator's `kubectl taint`.
+const ADMINISTRATOR: &str = "kubectl-taint";
 
 impl Sim {
     fn with_pod(&self, ns: &str, pod: &str, f: impl FnOnce(&mut State, &Key, &mut Value)) -> bool {
@@ -54,7 +60,7 @@ impl Sim {
         self.with_pod(ns, pod, |st, key, p| {
             let now = st.now_str();
             terminate(p, code, reason, message, &now);
-            st.store.put(key.clone(), p.clone());
+            registry::write(st, key, p.clone(), KUBELET);
         })
     }
 
@@ -63,7 +69,7 @@ impl Sim {
         self.with_pod(ns, pod, |st, key, p| {
             let now = st.now_str();
             terminate(p, 137, "OOMKilled", "", &now);
-            st.store.put(key.clone(), p.clone());
+            registry::write(st, key, p.clone(), KUBELET);
         })
     }
 
@@ -72,7 +78,7 @@ impl Sim {
         self.with_pod(ns, pod, |st, key, p| {
             let now = st.now_str();
             terminate(p, 128, "StartError", message, &now);
-            st.store.put(key.clone(), p.clone());
+            registry::write(st, key, p.clone(), KUBELET);
         })
     }
 
@@ -85,15 +91,16 @@ impl Sim {
             let statuses: Vec<Value> = names.into_iter().map(|n| json!({"name": n, "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "ImagePullBackOff", "message": msg}}})).collect();
             p["status"]["phase"] = json!("Pending");
             p["status"]["containerStatuses"] = json!(statuses);
-            st.store.put(key.clone(), p.clone());
+            registry::write(st, key, p.clone(), KUBELET);
         })
     }
 
-    fn disrupt(&self, ns: &str, pod: &str, reason: &str, message: &str) -> bool {
+    /// `manager` marks the pod a `DisruptionTarget` for `reason`, then deletes it.
+    fn disrupt(&self, ns: &str, pod: &str, manager: &str, reason: &str, message: &str) -> bool {
         self.with_pod(ns, pod, |st, key, p| {
             let now = st.now_str();
             set_condition(p, "DisruptionTarget", "True", reason, message, &now);
-            st.store.put(key.clone(), p.clone());
+            registry::write(st, key, p.clone(), manager);
             let _ = registry::delete(st, key, &DeleteOptions::default());
         })
     }
@@ -103,6 +110,7 @@ impl Sim {
         self.disrupt(
             ns,
             pod,
+            KUBE_SCHEDULER,
             "PreemptionByScheduler",
             "default-scheduler: preempting to accommodate a higher priority pod",
         )
@@ -110,7 +118,7 @@ impl Sim {
 
     /// The Eviction API evicts the pod (DisruptionTarget `EvictionByEvictionAPI`).
     pub fn evict(&self, ns: &str, pod: &str) -> bool {
-        self.disrupt(ns, pod, "EvictionByEvictionAPI", "Eviction API: evicting")
+        self.disrupt(ns, pod, EVICTION_CLIENT, "EvictionByEvictionAPI", "Eviction API: evicting")
     }
 
     /// Adds a Ready node with `gpus` of `nvidia.com/gpu`.
@@ -147,7 +155,7 @@ impl Sim {
                 {"key": UNREACHABLE, "effect": "NoSchedule", "timeAdded": now},
                 {"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": now},
             ]);
-            st.store.put(key, n);
+            registry::write(st, &key, n, KUBE_CONTROLLER_MANAGER);
             let pods: Vec<Key> = st
                 .store
                 .list(id("pods"), "")
@@ -158,7 +166,7 @@ impl Sim {
             for k in pods {
                 let Some(mut p) = st.store.get(&k).cloned() else { continue };
                 set_condition(&mut p, "Ready", "False", "NodeNotReady", "", &now);
-                st.store.put(k, p);
+                registry::write(st, &k, p, KUBE_CONTROLLER_MANAGER);
             }
             true
         })
@@ -166,7 +174,10 @@ impl Sim {
 
     /// The Node object is deleted; pod GC then fails and removes its pods.
     pub fn delete_node(&self, name: &str) -> bool {
-        self.with_state(|st| st.store.remove(&Key::new(id("nodes"), "", name)).is_some())
+        self.with_state(|st| {
+            registry::delete(st, &Key::new(id("nodes"), "", name), &DeleteOptions::default())
+                .is_ok()
+        })
     }
 
     /// The administrator taints the node `out-of-service`; pod GC then removes its
@@ -179,7 +190,7 @@ impl Sim {
             let mut taints = n.pointer("/spec/taints").and_then(Value::as_array).cloned().unwrap_or_default();
             taints.push(json!({"key": OUT_OF_SERVICE, "value": "nodeshutdown", "effect": "NoExecute", "timeAdded": now}));
             n["spec"]["taints"] = json!(taints);
-            st.store.put(key, n);
+            registry::write(st, &key, n, ADMINISTRATOR);
             true
         })
     }

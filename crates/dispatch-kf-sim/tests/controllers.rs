@@ -281,3 +281,40 @@ async fn following_a_log_streams_appended_text_until_the_pod_ends() {
     sim.exit("default", &pod, 0);
     assert!(lines.next().await.is_none(), "the stream ends with the pod");
 }
+
+/// `(manager, subresource)` of each managedFields entry of `obj`, in order.
+fn managers(obj: &Value) -> Vec<(String, String)> {
+    let entries = obj.pointer("/metadata/managedFields").and_then(Value::as_array);
+    let text = |e: &Value, f: &str| e[f].as_str().unwrap_or_default().to_string();
+    entries.into_iter().flatten().map(|e| (text(e, "manager"), text(e, "subresource"))).collect()
+}
+
+/// Every write of the cluster's components goes through the registry: each is recorded
+/// under its field manager (a status write under the status subresource), and a change
+/// beyond metadata and status moves the generation.
+#[tokio::test]
+async fn each_components_writes_are_recorded_under_its_field_manager() {
+    let sim = demo().await;
+    start(&sim, tj("job", 1, false, json!({}))).await;
+    let get = |kind: &str, name: &str| sim.get(kind, "default", name).unwrap();
+    let entry = |manager: &str, sub: &str| (manager.to_string(), sub.to_string());
+    let pod = get("pods", &pod_names(&sim)[0]);
+    let made_bound_and_run = [
+        entry("kube-controller-manager", ""),
+        entry("kube-scheduler", ""),
+        entry("kubelet", "status"),
+    ];
+    assert_eq!(managers(&pod), made_bound_and_run);
+    let job = get("jobs", "job-node-0");
+    assert_eq!(managers(&job), [entry("jobset", ""), entry("kube-controller-manager", "status")]);
+    assert_eq!(managers(&get("jobsets", "job")), [entry("trainer", ""), entry("jobset", "status")]);
+    assert_eq!(job["metadata"]["generation"], 1);
+
+    trainjobs(&client(&sim).await)
+        .patch("job", &PatchParams::default(), &Patch::Merge(json!({"spec": {"suspend": true}})))
+        .await
+        .unwrap();
+    assert_eq!(get("jobsets", "job")["metadata"]["generation"], 2, "the Trainer suspended it");
+    assert_eq!(get("jobs", "job-node-0")["metadata"]["generation"], 2, "JobSet suspended it");
+    assert!(managers(&get("trainjobs", "job")).contains(&entry("trainer", "status")));
+}

@@ -187,3 +187,34 @@ async fn with_slow_termination_a_pod_stays_terminating_for_its_grace_period() {
     sim.advance(Duration::from_secs(1));
     assert!(sim.get("pods", "default", "p").is_none());
 }
+
+#[tokio::test]
+async fn a_pod_in_graceful_deletion_goes_only_when_its_kubelet_confirms_even_without_finalizers() {
+    let sim = sim().await;
+    for (node, ready) in [("good", "True"), ("lost", "Unknown")] {
+        sim.apply(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]}}))
+            .unwrap();
+    }
+    for (pod, node) in [("p1", "good"), ("p2", "lost")] {
+        sim.apply(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": pod, "namespace": "default", "finalizers": ["example.com/keep"]},
+            "spec": {"nodeName": node, "containers": [{"name": "node", "image": "x"}]},
+            "status": {"phase": "Running"}}))
+            .unwrap();
+    }
+    let pods: Api<Pod> = Api::default_namespaced(client(&sim).await);
+    let no_finalizers = Patch::Merge(json!({"metadata": {"finalizers": []}}));
+    for pod in ["p1", "p2"] {
+        pods.delete(pod, &DeleteParams::default()).await.unwrap();
+        assert!(sim.get("pods", "default", pod).is_some(), "{pod}: its finalizer holds it");
+        pods.patch(pod, &PatchParams::default(), &no_finalizers).await.unwrap();
+    }
+    assert!(sim.get("pods", "default", "p1").is_none(), "a Ready node's kubelet confirms");
+    let p2 = pods.get("p2").await.unwrap();
+    assert_eq!(p2.metadata.deletion_grace_period_seconds, Some(30), "Terminating on a lost node");
+    pods.delete("p2", &DeleteParams { grace_period_seconds: Some(0), ..Default::default() })
+        .await
+        .unwrap();
+    assert!(sim.get("pods", "default", "p2").is_none(), "a delete with period 0 ends it");
+}

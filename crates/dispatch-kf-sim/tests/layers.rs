@@ -2,9 +2,10 @@
 //! module of `src/` names, through `crate::` and `super::` paths, only modules of its
 //! own layer or of the layers below it. So nothing below the registry names a
 //! controller or an HTTP module, no controller names a request type, and the store
-//! names neither. `docs/sim.md` ("Code map") describes the layers.
+//! names neither; and above the registry nothing writes the store but through it.
+//! `docs/sim.md` ("Code map") describes the layers.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Each top-level module of the crate and its layer, bottom (1) to top (6).
 const LAYERS: &[(&str, u8)] = &[
@@ -90,10 +91,9 @@ fn named(module: &[String], line: &str) -> Vec<String> {
     out
 }
 
-/// Every `crate::`/`super::` path in `src/` that names a module above its own layer,
-/// or a module the table does not place.
-fn violations(src: &Path) -> Vec<String> {
-    let mut found = Vec::new();
+/// Each `.rs` file of `src/` but `lib.rs`: its path below `src/` and its text.
+fn sources(src: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
     let mut files = vec![src.to_path_buf()];
     while let Some(path) = files.pop() {
         if path.is_dir() {
@@ -102,33 +102,47 @@ fn violations(src: &Path) -> Vec<String> {
             }
             continue;
         }
-        let rel = path.strip_prefix(src).expect("under src");
+        let rel = path.strip_prefix(src).expect("under src").to_path_buf();
         if rel.extension().is_none_or(|e| e != "rs") || rel == Path::new("lib.rs") {
             continue;
         }
-        let module = module_of(rel);
+        out.push((rel, std::fs::read_to_string(&path).expect("read file")));
+    }
+    out
+}
+
+/// The lines of `text` that are code, numbered from 1.
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(n, l)| (n + 1, l))
+        .filter(|(_, l)| !l.trim_start().starts_with("//"))
+}
+
+/// Every `crate::`/`super::` path in `src/` that names a module above its own layer,
+/// or a module the table does not place.
+fn violations(src: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for (rel, text) in sources(src) {
+        let module = module_of(&rel);
         let Some(own) = layer_of(&module[0]) else {
             found.push(format!("{}: module `{}` has no layer in LAYERS", rel.display(), module[0]));
             continue;
         };
-        let text = std::fs::read_to_string(&path).expect("read file");
-        for (n, line) in text.lines().enumerate() {
-            if line.trim_start().starts_with("//") {
-                continue;
-            }
+        for (n, line) in code_lines(&text) {
             for target in named(&module, line) {
                 match layer_of(&target) {
                     Some(layer) if layer <= own => {}
                     Some(layer) => found.push(format!(
                         "{}:{}: layer {own} names `{target}` of layer {layer}: {}",
                         rel.display(),
-                        n + 1,
+                        n,
                         line.trim()
                     )),
                     None => found.push(format!(
                         "{}:{}: names `{target}`, which has no layer in LAYERS (a re-export of lib.rs?): {}",
                         rel.display(),
-                        n + 1,
+                        n,
                         line.trim()
                     )),
                 }
@@ -137,6 +151,47 @@ fn violations(src: &Path) -> Vec<String> {
     }
     found.sort();
     found
+}
+
+/// The store's writing methods: only the store and the registry call them, so every
+/// write meets the registry's rules.
+const STORE_WRITES: &[&str] = &["store.put(", "store.remove("];
+
+/// The layer of the registry; above it, nothing writes the store itself.
+const REGISTRY: u8 = 3;
+
+fn writes_the_store(line: &str) -> bool {
+    STORE_WRITES.iter().any(|w| line.contains(w))
+}
+
+/// Every line above the registry that writes the store without it.
+fn writes_past_the_registry(src: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for (rel, text) in sources(src) {
+        if layer_of(&module_of(&rel)[0]).is_some_and(|l| l <= REGISTRY) {
+            continue;
+        }
+        for (n, line) in code_lines(&text).filter(|(_, l)| writes_the_store(l)) {
+            found.push(format!("{}:{n}: {}", rel.display(), line.trim()));
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn only_the_store_and_the_registry_write_the_store() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = writes_past_the_registry(&src);
+    assert!(found.is_empty(), "writes that bypass the registry:\n{}", found.join("\n"));
+}
+
+#[test]
+fn a_write_of_the_store_is_told_from_a_read() {
+    assert!(writes_the_store("        state.store.put(key.clone(), pod);"));
+    assert!(writes_the_store("st.store.remove(&key).is_some()"));
+    assert!(!writes_the_store("let pod = state.store.get(&key);"));
+    assert!(!writes_the_store("registry::write(state, key, pod, KUBELET);"));
 }
 
 #[test]

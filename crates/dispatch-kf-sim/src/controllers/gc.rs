@@ -6,6 +6,7 @@
 use jiff::SignedDuration;
 use serde_json::Value;
 
+use super::KUBE_CONTROLLER_MANAGER;
 use super::util::delete_once;
 use crate::object::meta::{deleting, has_finalizer, owner_uids, uid};
 use crate::registry::{self, Propagation};
@@ -52,7 +53,7 @@ fn orphan_dependents(state: &mut State, key: &Key, owner: &str) {
         if emptied && let Some(m) = d["metadata"].as_object_mut() {
             m.remove("ownerReferences");
         }
-        state.store.put(dep, d);
+        registry::write(state, &dep, d, KUBE_CONTROLLER_MANAGER);
     }
     registry::remove_finalizer(state, key, "orphan");
 }

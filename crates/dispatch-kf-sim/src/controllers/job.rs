@@ -264,7 +264,7 @@ fn reconcile(state: &mut State, key: &Key, mut job: Value) {
     job["status"]["terminating"] = json!(terminating);
     job["status"]["uncountedTerminatedPods"] = json!({});
     if job != before {
-        state.insert(id("jobs"), job, MANAGER);
+        registry::write(state, key, job, MANAGER);
     }
 }
 

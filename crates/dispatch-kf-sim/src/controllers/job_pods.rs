@@ -18,8 +18,7 @@ pub(crate) const TRACKING: &str = "batch.kubernetes.io/job-tracking";
 /// The completion index annotation and label of an Indexed Job's pod.
 pub(crate) const INDEX: &str = "batch.kubernetes.io/job-completion-index";
 const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
-/// The field manager of what kube-controller-manager writes.
-pub(crate) const MANAGER: &str = "kube-controller-manager";
+pub(crate) use super::KUBE_CONTROLLER_MANAGER as MANAGER;
 
 /// A pod's completion index, from its annotation.
 pub(crate) fn index_of(pod: &Value) -> Option<i64> {

@@ -17,7 +17,7 @@ use super::util::{delete_once, objects_at, owned};
 use super::wake::{self, Ctl};
 use crate::object::conditions::{condition, is_true, set_condition};
 use crate::object::meta::{deleting, label, str_at, suspended, uid};
-use crate::registry::Propagation;
+use crate::registry::{self, Propagation};
 use crate::resources::id;
 use crate::store::Key;
 use crate::store::State;
@@ -113,7 +113,7 @@ fn reconcile(state: &mut State, key: &Key, mut js: Value) {
         }
     }
     if js != before {
-        state.store.put(key.clone(), js);
+        registry::write(state, key, js, MANAGER);
     }
 }
 
@@ -231,13 +231,13 @@ fn create_jobs(state: &mut State, js: &Value, kids: &Children) {
 /// `suspendJobs` / `resumeJobsIfNecessary`.
 fn suspend_or_resume(state: &mut State, js: &mut Value, kids: &Children, now: &str) {
     let suspend = suspended(js);
-    for (_, job) in &kids.active {
+    for (key, job) in &kids.active {
         if suspend && !suspended(job) {
             let mut next = job.clone();
             next["spec"]["suspend"] = json!(true);
-            state.insert(id("jobs"), next, MANAGER);
+            registry::write(state, key, next, MANAGER);
         } else if !suspend && suspended(job) && super::job::well_formed(job) {
-            state.insert(id("jobs"), resume_job(js, job), MANAGER);
+            registry::write(state, key, resume_job(js, job), MANAGER);
         }
     }
     if suspend {

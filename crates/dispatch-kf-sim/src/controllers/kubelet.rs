@@ -6,9 +6,11 @@
 
 use serde_json::{Value, json};
 
+use super::KUBELET;
 use super::wake::{self, Ctl};
 use crate::object::conditions::set_condition;
 use crate::object::meta::{deleting, finalizers, str_at};
+use crate::registry::{self, DeleteOptions};
 use crate::resources::id;
 use crate::store::Key;
 use crate::store::State;
@@ -95,14 +97,16 @@ fn reconcile(state: &mut State, key: &Key, mut pod: Value, now: &str) {
         // before the pod goes, as a real node's does.
         if on_ready_node && str_at(&pod, "/status/phase") == "Running" {
             terminate(&mut pod, 143, "Error", "", now);
-            state.store.put(key.clone(), pod);
+            registry::write(state, key, pod, KUBELET);
         } else if no_finalizers && (node.is_empty() || on_ready_node) {
-            state.store.remove(key);
+            // The containers are gone: the kubelet ends the graceful deletion.
+            let now = DeleteOptions { grace: Some(0), ..Default::default() };
+            let _ = registry::delete(state, key, &now);
         }
         return;
     }
     if on_ready_node && str_at(&pod, "/status/phase") == "Pending" {
         start(&mut pod, now);
-        state.store.put(key.clone(), pod);
+        registry::write(state, key, pod, KUBELET);
     }
 }

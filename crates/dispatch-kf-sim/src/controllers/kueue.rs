@@ -19,6 +19,7 @@ use super::wake::{self, Ctl};
 use crate::object::conditions::{condition, is_true, set_condition};
 use crate::object::keys::{GATED_BY, GPU, KUEUE_GROUP_VERSION, QUEUE_NAME, gpus};
 use crate::object::meta::{controller_ref, deleting, str_at, suspended, uid};
+use crate::registry;
 use crate::resources::id;
 use crate::store::Key;
 use crate::store::State;
@@ -107,7 +108,7 @@ fn ensure_workload(state: &mut State, tj: &Value) {
                         }
                     }
                 }
-                state.store.put(key, wl);
+                registry::write(state, &key, wl, MANAGER);
             }
         }
     }
@@ -149,7 +150,7 @@ pub(crate) fn preempt(state: &mut State, key: &Key) -> bool {
     );
     release(&mut wl, "Preempted", &message, &now);
     set_condition(&mut wl, "Preempted", "True", "InClusterQueue", &message, &now);
-    state.store.put(key.clone(), wl);
+    registry::write(state, key, wl, MANAGER);
     true
 }
 
@@ -171,7 +172,7 @@ pub(crate) fn pods_ready_timeout(state: &mut State, key: &Key) -> bool {
         .checked_add(jiff::SignedDuration::from_secs(REQUEUE_BACKOFF_SECS))
         .unwrap_or(state.now);
     wl["status"]["requeueState"] = json!({"count": count, "requeueAt": at.to_string()});
-    state.store.put(key.clone(), wl);
+    registry::write(state, key, wl, MANAGER);
     true
 }
 
@@ -286,7 +287,7 @@ fn reconcile(state: &mut State, key: &Key, mut wl: Value) {
     }
     sync_job(state, &wl);
     if wl != before {
-        state.store.put(key.clone(), wl);
+        registry::write(state, key, wl, MANAGER);
     }
 }
 
@@ -495,6 +496,6 @@ fn sync_job(state: &mut State, wl: &Value) {
         tj["spec"]["suspend"] = json!(true);
     }
     if tj != before {
-        state.insert(id("trainjobs"), tj, MANAGER);
+        registry::write(state, &key, tj, MANAGER);
     }
 }

@@ -22,6 +22,14 @@ pub(crate) mod wake;
 
 use crate::store::State;
 
+/// The field manager of what kube-controller-manager's controllers write (the Job
+/// controller, the garbage collector, the node lifecycle controller, pod GC).
+pub(crate) const KUBE_CONTROLLER_MANAGER: &str = "kube-controller-manager";
+/// The field manager of what the kubelet writes.
+pub(crate) const KUBELET: &str = "kubelet";
+/// The field manager of what the scheduler writes.
+pub(crate) const KUBE_SCHEDULER: &str = "kube-scheduler";
+
 /// At most this many passes per settle; a controller pair that keeps rewriting each
 /// other's objects stops here rather than hanging the sim.
 const MAX_PASSES: usize = 1000;

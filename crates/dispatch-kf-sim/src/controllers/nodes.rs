@@ -8,6 +8,7 @@
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
+use super::KUBE_CONTROLLER_MANAGER;
 use super::wake::{self, Ctl};
 use crate::object::conditions::set_condition;
 use crate::object::meta::{deleting, str_at};
@@ -58,7 +59,7 @@ fn reconcile(state: &mut State, key: &Key, mut pod: Value, now: Timestamp, now_s
         if !matches!(str_at(&pod, "/status/phase"), "Failed" | "Succeeded") {
             pod["status"]["phase"] = serde_json::json!("Failed");
         }
-        state.store.put(key.clone(), pod);
+        registry::write(state, key, pod, KUBE_CONTROLLER_MANAGER);
         // Force deletion: no grace period; only finalizers still hold the pod.
         let _ =
             registry::delete(state, key, &DeleteOptions { grace: Some(0), ..Default::default() });
@@ -81,7 +82,7 @@ fn reconcile(state: &mut State, key: &Key, mut pod: Value, now: Timestamp, now_s
             "Taint manager: deleting due to NoExecute taint",
             now_s,
         );
-        state.store.put(key.clone(), pod);
+        registry::write(state, key, pod, KUBE_CONTROLLER_MANAGER);
         let _ = registry::delete(state, key, &DeleteOptions::default());
     }
 }

@@ -7,9 +7,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::KUBE_SCHEDULER;
 use crate::object::conditions::set_condition;
 use crate::object::keys::{GPU, gpus, quantity};
 use crate::object::meta::str_at;
+use crate::registry;
 use crate::resources::id;
 use crate::store::Key;
 use crate::store::State;
@@ -109,7 +111,7 @@ pub(crate) fn run(state: &mut State) {
             }
         }
         if pod != before {
-            state.store.put(key, pod);
+            registry::write(state, &key, pod, KUBE_SCHEDULER);
         }
     }
 }

@@ -207,7 +207,7 @@ fn reconcile(state: &mut State, key: &Key, mut tj: Value) {
         sync_jobset(state, &js_key, &mut tj, &uid, &now);
     }
     if tj != before {
-        state.store.put(key.clone(), tj);
+        registry::write(state, key, tj, MANAGER);
     }
 }
 
@@ -229,10 +229,7 @@ fn sync_jobset(state: &mut State, js_key: &Key, tj: &mut Value, uid: &str, now: 
             } else {
                 next["spec"]["suspend"] = want["spec"]["suspend"].clone();
             }
-            if next != js {
-                registry::bump_generation(&js, &mut next);
-                state.insert(id("jobsets"), next, MANAGER);
-            }
+            registry::write(state, js_key, next, MANAGER);
             for (typ, from) in [("Complete", "Completed"), ("Failed", "Failed")] {
                 if let Some(c) = condition(&js, from).filter(|c| c["status"] == "True") {
                     set_condition(

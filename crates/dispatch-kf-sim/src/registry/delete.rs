@@ -55,14 +55,17 @@ pub(crate) fn delete(
         && !str_at(&obj, "/spec/nodeName").is_empty()
         && !terminal(&obj)
         && grace > 0;
+    let period = if graceful { grace } else { 0 };
     let mut new = obj.clone();
-    if !deleting(&new) {
-        let at = if graceful { state.now + SignedDuration::from_secs(grace) } else { state.now };
-        new["metadata"]["deletionTimestamp"] = json!(fmt_time(at));
-        new["metadata"]["deletionGracePeriodSeconds"] = json!(if graceful { grace } else { 0 });
+    // A first delete starts the deletion; a later one may only shorten its grace period
+    // (the kubelet's delete with period 0 is how a pod's graceful deletion ends).
+    if !deleting(&new) || period < grace_period(&obj) {
+        new["metadata"]["deletionTimestamp"] =
+            json!(fmt_time(state.now + SignedDuration::from_secs(period)));
+        new["metadata"]["deletionGracePeriodSeconds"] = json!(period);
     }
     new["metadata"]["finalizers"] = json!(with_propagation(&obj, opts.propagation));
-    if finished(&new) && !graceful {
+    if finished(&new) {
         let gone = state.store.remove(key).unwrap_or(obj);
         return Ok(Deleted::Gone(gone));
     }
@@ -72,10 +75,18 @@ pub(crate) fn delete(
     Ok(Deleted::Pending((*state.store.put(key.clone(), new)).clone()))
 }
 
-/// Whether an object's deletion is finished: it has started, and the last finalizer
-/// is gone. (A pod in graceful deletion also waits for its kubelet.)
+/// Whether an object's deletion is finished: it has started, the last finalizer is
+/// gone, and no grace period runs (a pod in graceful deletion waits for its kubelet's
+/// delete with period 0, as the apiserver keeps a pod whose
+/// `deletionGracePeriodSeconds` is not 0). The one rule of when an object goes, for
+/// every write: a delete, an update, a finalizer removed.
 pub(crate) fn finished(obj: &Value) -> bool {
-    deleting(obj) && finalizers(obj).is_empty()
+    deleting(obj) && finalizers(obj).is_empty() && grace_period(obj) == 0
+}
+
+/// `metadata.deletionGracePeriodSeconds`, 0 when absent.
+fn grace_period(obj: &Value) -> i64 {
+    obj.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0)
 }
 
 /// The uid and resourceVersion preconditions: 409 when the object is not the one meant.
@@ -121,10 +132,8 @@ fn with_propagation(obj: &Value, propagation: Option<Propagation>) -> Vec<Value>
     list
 }
 
-/// Removes one finalizer from an object, deleting it when it was the last one and
-/// deletion has started, unless it is a pod in graceful deletion: that one stays until
-/// the kubelet confirms (or a delete with grace period 0), as the apiserver keeps a pod
-/// whose `deletionGracePeriodSeconds` is not 0.
+/// Removes one finalizer from an object, deleting it when that [`finished`] its
+/// deletion.
 pub(crate) fn remove_finalizer(state: &mut State, key: &Key, name: &str) {
     let Some(mut obj) = state.store.get(key).cloned() else { return };
     let Some(list) = obj.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else {
@@ -135,10 +144,7 @@ pub(crate) fn remove_finalizer(state: &mut State, key: &Key, name: &str) {
     if list.len() == before {
         return;
     }
-    let graceful = RESOURCES[key.res].kind == "Pod"
-        && obj.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0)
-            > 0;
-    if finished(&obj) && !graceful {
+    if finished(&obj) {
         state.store.remove(key);
     } else {
         state.store.put(key.clone(), obj);

@@ -1,10 +1,13 @@
-//! The registry: every write to the store, from an HTTP handler or a controller, goes
-//! through it, as every write of the apiserver goes through its generic registry. Each
-//! rule is here once: metadata is stamped on a new object ([`stamp`]), the generation
-//! moves ([`bump_generation`]), deletion finishes when the last finalizer goes
-//! (`delete::finished`), managedFields are recorded, a kind's admission runs
-//! (`admission.rs`). It names no controller and no HTTP request type: handlers give it
-//! the key and the object they read from the request.
+//! The registry: every write to the store, from an HTTP handler, a controller or a
+//! happening a test injects, goes through it, as every write of the apiserver goes
+//! through its generic registry: a request's create ([`create`]), update ([`commit`])
+//! and delete ([`delete`]); a controller's new object ([`State::insert`]), change
+//! ([`write`]), delete and finalizer removal ([`remove_finalizer`]). Each rule is here
+//! once: metadata is stamped on a new object ([`stamp`]), the generation moves
+//! ([`bump_generation`]), an object goes when its deletion is finished
+//! (`delete::finished`), managedFields are recorded ([`record_and_put`]), a kind's
+//! admission runs (`admission.rs`). It names no controller and no HTTP request type:
+//! handlers give it the key and the object they read from the request.
 
 mod admission;
 mod create;
@@ -18,7 +21,7 @@ use serde_json::{Value, json};
 pub(crate) use self::create::create;
 pub use self::delete::Propagation;
 pub(crate) use self::delete::{DeleteOptions, Deleted, delete, remove_finalizer};
-pub(crate) use self::update::{WriteOptions, commit};
+pub(crate) use self::update::{WriteOptions, commit, write};
 use crate::apierror::ApiError;
 use crate::managed;
 use crate::object::meta::str_at;
@@ -62,14 +65,15 @@ fn record_and_put(
 }
 
 /// Moves `new`'s generation one past `old`'s.
-pub(crate) fn bump_generation(old: &Value, new: &mut Value) {
+fn bump_generation(old: &Value, new: &mut Value) {
     let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
     new["metadata"]["generation"] = json!(g + 1);
 }
 
 impl State {
-    /// Inserts an object directly (setup and controllers), filling the metadata the
-    /// apiserver would; returns the stored object.
+    /// Stores a new object from setup or a controller, filling the metadata the
+    /// apiserver would; returns the stored object. (A controller changes an object that
+    /// exists through [`write`].)
     pub(crate) fn insert(&mut self, res: ResId, obj: Value, manager: &str) -> Arc<Value> {
         self.insert_as(res, obj, manager, "Update")
     }

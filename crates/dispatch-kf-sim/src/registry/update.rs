@@ -23,10 +23,26 @@ pub(crate) struct WriteOptions {
 
 /// Everything but metadata and status: a change here bumps `metadata.generation`.
 fn spec_part(v: &Value) -> Value {
+    without(v, &["metadata", "status"])
+}
+
+/// Everything but the status and managedFields: what a write to `/status` may not
+/// change.
+fn without_status(v: &Value) -> Value {
+    let mut v = without(v, &["status"]);
+    if let Some(m) = v["metadata"].as_object_mut() {
+        m.remove("managedFields");
+    }
+    v
+}
+
+/// `v` without its top-level `fields`.
+fn without(v: &Value, fields: &[&str]) -> Value {
     let mut v = v.clone();
     if let Some(m) = v.as_object_mut() {
-        m.remove("metadata");
-        m.remove("status");
+        for f in fields {
+            m.remove(*f);
+        }
     }
     v
 }
@@ -71,12 +87,44 @@ pub(crate) fn commit(
         // A no-op write stores nothing and keeps the resourceVersion, as the apiserver does.
         return Ok(old.clone());
     }
+    Ok(store(state, key, new, &options.manager, operation, sub))
+}
+
+/// A controller's write of an object it read and changed, as the apiserver meets it:
+/// the generation moves when more than metadata and status changed, managedFields
+/// record what `manager` changed (under the status subresource when only the status
+/// did), and the deletion finishes if the write took the last finalizer away. A write
+/// that changes nothing, or of an object gone meanwhile, stores nothing. Unlike
+/// [`commit`] it checks neither resourceVersion, schema nor admission: the controllers
+/// here write only what those would let through.
+pub(crate) fn write(state: &mut State, key: &Key, mut new: Value, manager: &str) {
+    let Some(old) = state.store.get(key).cloned() else { return };
+    if same_but_managed_fields(&old, &new) {
+        return;
+    }
+    if spec_part(&old) != spec_part(&new) {
+        bump_generation(&old, &mut new);
+    }
+    let sub = if without_status(&old) == without_status(&new) { "status" } else { "" };
+    store(state, key, new, manager, "Update", sub);
+}
+
+/// Stores an update's result, recording its managedFields; removes the object when the
+/// write [`delete::finished`] its deletion. Returns what was stored.
+fn store(
+    state: &mut State,
+    key: &Key,
+    new: Value,
+    manager: &str,
+    operation: &str,
+    sub: &str,
+) -> Value {
     let finished = delete::finished(&new);
-    let stored = record_and_put(state, key.clone(), new, &options.manager, operation, sub);
+    let stored = record_and_put(state, key.clone(), new, manager, operation, sub);
     if finished {
         state.store.remove(key);
     }
-    Ok((*stored).clone())
+    (*stored).clone()
 }
 
 fn resource_version(object: &Value) -> &str {
