@@ -118,8 +118,9 @@ async fn orphan_deletion_strips_owner_references_and_keeps_dependents() {
     assert_eq!(dep.pointer("/metadata/ownerReferences"), None);
 }
 
-#[tokio::test]
-async fn a_pod_on_a_node_that_is_not_ready_stays_terminating() {
+/// A Ready node `good` and a lost node `lost`, each running one pod (`p1` on `good`,
+/// `p2` on `lost`) with `finalizers`.
+async fn pods_on_a_good_and_a_lost_node(finalizers: Value) -> Sim {
     let sim = sim().await;
     for (node, ready) in [("good", "True"), ("lost", "Unknown")] {
         sim.apply(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node},
@@ -127,11 +128,18 @@ async fn a_pod_on_a_node_that_is_not_ready_stays_terminating() {
             .unwrap();
     }
     for (pod, node) in [("p1", "good"), ("p2", "lost")] {
-        sim.apply(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": "default"},
+        sim.apply(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": pod, "namespace": "default", "finalizers": finalizers},
             "spec": {"nodeName": node, "containers": [{"name": "node", "image": "x"}]},
             "status": {"phase": "Running"}}))
             .unwrap();
     }
+    sim
+}
+
+#[tokio::test]
+async fn a_pod_on_a_node_that_is_not_ready_stays_terminating() {
+    let sim = pods_on_a_good_and_a_lost_node(json!([])).await;
     let pods: Api<Pod> = Api::default_namespaced(client(&sim).await);
     pods.delete("p1", &DeleteParams::default()).await.unwrap();
     assert!(sim.get("pods", "default", "p1").is_none(), "the kubelet confirms at once");
@@ -190,19 +198,7 @@ async fn with_slow_termination_a_pod_stays_terminating_for_its_grace_period() {
 
 #[tokio::test]
 async fn a_pod_in_graceful_deletion_goes_only_when_its_kubelet_confirms_even_without_finalizers() {
-    let sim = sim().await;
-    for (node, ready) in [("good", "True"), ("lost", "Unknown")] {
-        sim.apply(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node},
-            "status": {"conditions": [{"type": "Ready", "status": ready}]}}))
-            .unwrap();
-    }
-    for (pod, node) in [("p1", "good"), ("p2", "lost")] {
-        sim.apply(json!({"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": pod, "namespace": "default", "finalizers": ["example.com/keep"]},
-            "spec": {"nodeName": node, "containers": [{"name": "node", "image": "x"}]},
-            "status": {"phase": "Running"}}))
-            .unwrap();
-    }
+    let sim = pods_on_a_good_and_a_lost_node(json!(["example.com/keep"])).await;
     let pods: Api<Pod> = Api::default_namespaced(client(&sim).await);
     let no_finalizers = Patch::Merge(json!({"metadata": {"finalizers": []}}));
     for pod in ["p1", "p2"] {

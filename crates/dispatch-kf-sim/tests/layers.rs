@@ -179,11 +179,15 @@ fn writes_past_the_registry(src: &Path) -> Vec<String> {
     found
 }
 
+/// Fails listing what `check` finds in the crate's `src/`, under `what`.
+fn assert_none_in_src(check: fn(&Path) -> Vec<String>, what: &str) {
+    let found = check(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    assert!(found.is_empty(), "{what}:\n{}", found.join("\n"));
+}
+
 #[test]
 fn only_the_store_and_the_registry_write_the_store() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = writes_past_the_registry(&src);
-    assert!(found.is_empty(), "writes that bypass the registry:\n{}", found.join("\n"));
+    assert_none_in_src(writes_past_the_registry, "writes that bypass the registry");
 }
 
 #[test]
@@ -196,9 +200,7 @@ fn a_write_of_the_store_is_told_from_a_read() {
 
 #[test]
 fn each_module_names_only_its_own_layer_and_the_layers_below() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = violations(&src);
-    assert!(found.is_empty(), "layer violations:\n{}", found.join("\n"));
+    assert_none_in_src(violations, "layer violations");
 }
 
 #[test]
