@@ -102,15 +102,17 @@ pub(crate) fn record(
         }
     };
     let api_version = new.get("apiVersion").cloned().unwrap_or(Value::Null);
-    let entries = new
-        .pointer("/metadata/managedFields")
-        .and_then(Value::as_array)
-        .cloned()
-        .or_else(|| old.and_then(|o| o.pointer("/metadata/managedFields")?.as_array().cloned()))
-        .unwrap_or_default();
+    // The entries the write carries (taken, as `new`'s are rewritten below), else the
+    // stored ones.
+    let entries = match new.pointer_mut("/metadata/managedFields").map(Value::take) {
+        Some(Value::Array(entries)) => entries,
+        _ => old
+            .and_then(|o| o.pointer("/metadata/managedFields")?.as_array().cloned())
+            .unwrap_or_default(),
+    };
     let mut out = Vec::new();
     let mut mine: BTreeSet<Path> = BTreeSet::new();
-    for e in entries {
+    for mut e in entries {
         let mut set = BTreeSet::new();
         parse_fields(e.get("fieldsV1").unwrap_or(&Value::Null), &mut Vec::new(), &mut set);
         let same = e.get("manager").and_then(Value::as_str) == Some(manager)
@@ -123,7 +125,6 @@ pub(crate) fn record(
         let kept: BTreeSet<Path> =
             set.into_iter().filter(|p| !changed.contains(p) && new_leaves.contains(p)).collect();
         if !kept.is_empty() {
-            let mut e = e.clone();
             e["fieldsV1"] = render_fields(&kept);
             out.push(e);
         }

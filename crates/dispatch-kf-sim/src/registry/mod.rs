@@ -59,8 +59,7 @@ fn record_and_put(
     sub: &str,
 ) -> Arc<Value> {
     let time = state.now_str();
-    let old = state.store.get(&key).cloned();
-    managed::record(old.as_ref(), &mut obj, manager, operation, sub, &time);
+    managed::record(state.store.get(&key), &mut obj, manager, operation, sub, &time);
     state.store.put(key, obj)
 }
 

@@ -21,30 +21,43 @@ pub(crate) struct WriteOptions {
     pub(crate) validation: Validation,
 }
 
-/// Everything but metadata and status: a change here bumps `metadata.generation`.
-fn spec_part(v: &Value) -> Value {
-    without(v, &["metadata", "status"])
+/// Whether `new` changes more than `old`'s metadata and status: such a change bumps
+/// `metadata.generation`.
+fn spec_changed(old: &Value, new: &Value) -> bool {
+    !equal_but(old, new, &["metadata", "status"], &[])
 }
 
-/// Everything but the status and managedFields: what a write to `/status` may not
-/// change.
-fn without_status(v: &Value) -> Value {
-    let mut v = without(v, &["status"]);
-    if let Some(m) = v["metadata"].as_object_mut() {
-        m.remove("managedFields");
-    }
-    v
+/// Whether `new` differs from `old` in its status alone (managedFields aside): a write
+/// to `/status`.
+fn status_only(old: &Value, new: &Value) -> bool {
+    equal_but(old, new, &["status"], &["managedFields"])
 }
 
-/// `v` without its top-level `fields`.
-fn without(v: &Value, fields: &[&str]) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.as_object_mut() {
-        for f in fields {
-            m.remove(*f);
-        }
-    }
-    v
+/// Whether two versions of an object differ in nothing but their managed fields.
+fn same_but_managed_fields(old: &Value, new: &Value) -> bool {
+    equal_but(old, new, &[], &["managedFields"])
+}
+
+/// Whether `a` and `b` are equal but for their top-level `fields` and the `metadata`
+/// keys `meta`. Compared in place, without copies: every write compares.
+fn equal_but(a: &Value, b: &Value, fields: &[&str], meta: &[&str]) -> bool {
+    equal_entries(a, b, fields, |key, x, y| {
+        if key == "metadata" { equal_entries(x, y, meta, |_, x, y| x == y) } else { x == y }
+    })
+}
+
+/// Whether `a` and `b`, `skip`'s keys aside, are objects with the same keys whose values
+/// `same` finds alike (or, not both objects, are equal).
+fn equal_entries(
+    a: &Value,
+    b: &Value,
+    skip: &[&str],
+    same: impl Fn(&str, &Value, &Value) -> bool,
+) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else { return a == b };
+    let kept = |(k, _): &(&String, &Value)| !skip.contains(&k.as_str());
+    a.iter().filter(kept).count() == b.iter().filter(kept).count()
+        && a.iter().filter(kept).all(|(k, x)| b.get(k).is_some_and(|y| same(k, x, y)))
 }
 
 /// Writes `new` over `old` after the checks every update path shares, in the
@@ -79,7 +92,7 @@ pub(crate) fn commit(
     if sub.is_empty() {
         admission::admit(state, res, &key.ns, Some(old), &mut new)?;
     }
-    if spec_part(old) != spec_part(&new) {
+    if spec_changed(old, &new) {
         bump_generation(old, &mut new);
     }
     new["metadata"]["resourceVersion"] = json!(current);
@@ -98,14 +111,14 @@ pub(crate) fn commit(
 /// [`commit`] it checks neither resourceVersion, schema nor admission: the controllers
 /// here write only what those would let through.
 pub(crate) fn write(state: &mut State, key: &Key, mut new: Value, manager: &str) {
-    let Some(old) = state.store.get(key).cloned() else { return };
-    if same_but_managed_fields(&old, &new) {
+    let Some(old) = state.store.get(key) else { return };
+    if same_but_managed_fields(old, &new) {
         return;
     }
-    if spec_part(&old) != spec_part(&new) {
-        bump_generation(&old, &mut new);
+    if spec_changed(old, &new) {
+        bump_generation(old, &mut new);
     }
-    let sub = if without_status(&old) == without_status(&new) { "status" } else { "" };
+    let sub = if status_only(old, &new) { "status" } else { "" };
     store(state, key, new, manager, "Update", sub);
 }
 
@@ -200,15 +213,4 @@ fn finalizers_only_shrink_once_deleting(
         )),
         _ => Ok(()),
     }
-}
-
-/// Whether two versions of an object differ in nothing but their managed fields.
-fn same_but_managed_fields(old: &Value, new: &Value) -> bool {
-    let (mut old, mut new) = (old.clone(), new.clone());
-    for v in [&mut old, &mut new] {
-        if let Some(m) = v["metadata"].as_object_mut() {
-            m.remove("managedFields");
-        }
-    }
-    old == new
 }
