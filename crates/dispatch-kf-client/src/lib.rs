@@ -10,7 +10,7 @@
 //! [`Cluster::connect`] loads a kubeconfig (or the in-cluster configuration);
 //! [`Cluster::from_kube_config`] takes a `kube::Config` already made. Either way, a
 //! request is a closure over a `kube::Client` handed to [`Cluster::call`] with its
-//! [`RequestClass`]; what comes back is a `dispatch_core::Error` whose
+//! [`RequestClass`](error_map::RequestClass); what comes back is a `dispatch_core::Error` whose
 //! [`Kind`](dispatch_core::Kind) the supervisor acts on. This example runs without a
 //! cluster: nothing listens at the address, so the read is `Unreachable`.
 //!
@@ -18,8 +18,8 @@
 //! use std::time::{Duration, Instant};
 //!
 //! use dispatch_core::{CallContext, Kind};
-//! use dispatch_kf_client::error_map::DEADLINE_PASSED;
-//! use dispatch_kf_client::{Cluster, RequestClass};
+//! use dispatch_kf_client::Cluster;
+//! use dispatch_kf_client::error_map::{DEADLINE_PASSED, RequestClass};
 //! use k8s_openapi::api::core::v1::Namespace;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -71,11 +71,9 @@ mod watch;
 
 pub use cancel::cancellable;
 pub use cluster::{Cluster, ClusterConfig, WATCH_TIMEOUT};
-pub use error_map::{Case, Outcome, RequestClass};
 pub use identity::Identity;
 pub use objects::{CONFLICT_TRIES, Created, Deleted, LIST_RESTARTS, Objects};
 pub use probe::Permission;
-pub use resources::Resource;
 pub use snapshot::{JobQuery, Known, KnownNames};
 pub use survey::Scope;
 pub use transport::redacted;

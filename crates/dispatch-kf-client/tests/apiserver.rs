@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use common::CONFIG_MAP;
 use dispatch_core::{CallContext, Kind};
-use dispatch_kf_client::resources::{CLUSTER_TRAINING_RUNTIME, NODE, POD, TRAIN_JOB};
+use dispatch_kf_client::error_map::{DEADLINE_PASSED, RequestClass};
+use dispatch_kf_client::resources::{CLUSTER_TRAINING_RUNTIME, NODE, POD, Resource, TRAIN_JOB};
 use dispatch_kf_client::{
     CONFLICT_TRIES, Change, Cluster, ClusterConfig, Created, Deleted, LIST_RESTARTS, Permission,
-    RequestClass, Resource,
 };
 use dispatch_kf_model::gates::Edit;
 use dispatch_kf_model::json::uid;
@@ -418,8 +418,5 @@ async fn a_read_after_the_calls_deadline_is_refused_as_its_family_says() {
     let passed = CallContext::with_deadline(std::time::Instant::now());
     assert_eq!(c.may_send_read(&passed).unwrap_err().kind(), Kind::Unreachable);
     let refused = hold.may_send_read(&passed).unwrap_err();
-    assert_eq!(
-        (refused.kind(), refused.message()),
-        (Kind::Rejected, dispatch_kf_client::error_map::DEADLINE_PASSED)
-    );
+    assert_eq!((refused.kind(), refused.message()), (Kind::Rejected, DEADLINE_PASSED));
 }

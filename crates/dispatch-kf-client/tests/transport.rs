@@ -5,8 +5,9 @@
 use std::time::{Duration, Instant};
 
 use dispatch_core::{CallContext, Kind};
+use dispatch_kf_client::error_map::RequestClass;
 use dispatch_kf_client::resources::POD;
-use dispatch_kf_client::{Cluster, ClusterConfig, RequestClass};
+use dispatch_kf_client::{Cluster, ClusterConfig};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

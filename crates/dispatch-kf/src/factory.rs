@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 use dispatch_core::{
     CallContext, Capability, Error, JobId, ObjectRef, Result, StartRequest, Support,
 };
+use dispatch_kf_client::resources::Resource;
 use dispatch_kf_client::resources::{
     ADMISSION_CHECK, CLUSTER_QUEUE, JOB_SET, LEASE, LOCAL_QUEUE, NODE, POD, TRAIN_JOB,
     TRAINING_RUNTIME, WORKLOAD,
 };
-use dispatch_kf_client::{Cluster, ClusterConfig, Permission, Resource};
+use dispatch_kf_client::{Cluster, ClusterConfig, Permission};
 use dispatch_kf_model::capabilities::{self, PreflightFacts, Writability};
 use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, lease_duration, prove_gate};
 use dispatch_kf_model::{Mode, Purpose, Settings, keys, probe_request, served};

@@ -7,8 +7,10 @@
 use dispatch_core::{
     CallContext, Capability, Error, JobId, ObjectKind, ObjectObs, ObjectRef, ObjectState, Result,
 };
+use dispatch_kf_client::Cluster;
+use dispatch_kf_client::error_map::RequestClass;
+use dispatch_kf_client::resources::Resource;
 use dispatch_kf_client::resources::{TRAIN_JOB, WORKLOAD};
-use dispatch_kf_client::{Cluster, RequestClass, Resource};
 use dispatch_kf_model::gates::{self, Edit, Situation};
 use dispatch_kf_model::{Mode, Snapshot, json, keys, ranks};
 use serde_json::Value;

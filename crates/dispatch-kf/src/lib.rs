@@ -104,7 +104,6 @@ use dispatch_kf_client::Cluster;
 use dispatch_kf_model::Settings;
 use dispatch_kf_model::capabilities::{self, Writability};
 
-pub use dispatch_kf_client::Scope;
 pub use explain::{Explain, ModeChoice, explain};
 pub use factory::Preflight;
 use inflight::InFlightMarks;

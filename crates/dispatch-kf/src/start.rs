@@ -9,10 +9,11 @@ use std::time::Duration;
 use dispatch_core::{
     CallContext, Error, JobSpec, Kind, ObjectKind, ObjectRef, Result, StartRequest,
 };
+use dispatch_kf_client::error_map::RequestClass;
 use dispatch_kf_client::resources::{
     CLUSTER_TRAINING_RUNTIME, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
 };
-use dispatch_kf_client::{Created, Deleted, RequestClass};
+use dispatch_kf_client::{Created, Deleted};
 use dispatch_kf_model::capabilities::{self, Writability};
 use dispatch_kf_model::kueue::{self, NotReady};
 use dispatch_kf_model::{

@@ -427,7 +427,8 @@ async fn a_lost_node_is_node_lost_and_ceased_only_once_out_of_service() {
 /// running, flagged foreign, and among the namespace's; once deleted it is not found.
 #[tokio::test]
 async fn a_train_job_made_by_hand_is_explained_running_and_foreign() {
-    use dispatch_kf::{Explain, ModeChoice, Scope, explain};
+    use dispatch_kf::{Explain, ModeChoice, explain};
+    use dispatch_kf_client::Scope;
     use kube::api::{DeleteParams, PostParams};
     const NAME: &str = "dispatch-e2e-by-hand";
     let w = BackendOnTarget::new().await;

@@ -3,7 +3,8 @@
 //! requests it sends (docs/cli.md#explain-any-trainjob names these tests).
 
 use dispatch_core::{Kind, ObjectState};
-use dispatch_kf::{Explain, ModeChoice, Scope, explain};
+use dispatch_kf::{Explain, ModeChoice, explain};
+use dispatch_kf_client::Scope;
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Identity, Rule, Sim};
 use dispatch_kf_testkit::{NS, cluster, connect, cx};
