@@ -16,17 +16,29 @@ fn fixture(name: &str) -> String {
 /// it: a guard against a test that hangs, not a measure of speed.
 const GIVE_UP: Duration = Duration::from_secs(60);
 
-/// Runs `cmd` with standard output a pipe whose reader reads `keep` bytes, then closes.
-/// The command must end of itself, also one that never writes again; after [`GIVE_UP`]
-/// it is killed and the test fails.
+/// Runs `cmd` with standard output a pipe whose reader reads `keep` bytes, then closes;
+/// a reader that keeps nothing is closed before the command starts, so that its first
+/// write is refused whatever the machine's load (closed after the start, it could take
+/// a first write into the pipe's buffer). The command must end of itself, also one that
+/// never writes again; after [`GIVE_UP`] it is killed and the test fails.
 fn run_into_closed_pipe(mut cmd: Command, keep: usize) -> Output {
     let (mut reader, writer) = std::io::pipe().unwrap();
-    let mut child = cmd.stdout(writer).stderr(Stdio::piped()).spawn().unwrap();
+    cmd.stdout(writer).stderr(Stdio::piped());
+    if keep == 0 {
+        drop(reader);
+        return wait_or_give_up(cmd.spawn().unwrap());
+    }
+    let child = cmd.spawn().unwrap();
     // The command holds the only writer now: ours went with `cmd`.
     drop(cmd);
     let mut first = vec![0; keep];
     reader.read_exact(&mut first).unwrap();
     drop(reader);
+    wait_or_give_up(child)
+}
+
+/// Waits for `child` to end; after [`GIVE_UP`] kills it and fails the test.
+fn wait_or_give_up(mut child: std::process::Child) -> Output {
     let closed = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if closed.elapsed() > GIVE_UP {
