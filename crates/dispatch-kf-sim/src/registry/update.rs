@@ -2,6 +2,8 @@
 //! object the write may change, the server's metadata, finalizers, the kind's
 //! admission, the generation; a write that changes nothing stores nothing.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::{bump_generation, check_fields, delete, record_and_put};
@@ -100,7 +102,7 @@ pub(crate) fn commit(
         // A no-op write stores nothing and keeps the resourceVersion, as the apiserver does.
         return Ok(old.clone());
     }
-    Ok(store(state, key, new, &options.manager, operation, sub))
+    Ok((*store(state, key, new, &options.manager, operation, sub)).clone())
 }
 
 /// A controller's write of an object it read and changed, as the apiserver meets it:
@@ -131,13 +133,13 @@ fn store(
     manager: &str,
     operation: &str,
     sub: &str,
-) -> Value {
+) -> Arc<Value> {
     let finished = delete::finished(&new);
     let stored = record_and_put(state, key.clone(), new, manager, operation, sub);
     if finished {
         state.store.remove(key);
     }
-    (*stored).clone()
+    stored
 }
 
 fn resource_version(object: &Value) -> &str {
