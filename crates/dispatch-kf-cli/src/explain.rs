@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use dispatch_core::{Error, Result};
 use dispatch_kf::{Explain, ModeChoice, explain};
-use dispatch_kf_client::Scope;
-use dispatch_kf_client::{Cluster, ClusterConfig};
+use dispatch_kf_client::{Cluster, ClusterConfig, Scope};
 use dispatch_kf_model::Kubeconfig;
 use dispatch_kf_model::Mode;
 use dispatch_kf_model::keys;

@@ -32,6 +32,15 @@ impl Sim {
         })
     }
 
+    /// The kubelet reports a change of the pod's status: `change` (given the clock's
+    /// time) is made to the pod and written as the kubelet's.
+    fn kubelet_reports(&self, ns: &str, pod: &str, change: impl FnOnce(&mut Value, &str)) -> bool {
+        self.with_pod(ns, pod, |st, key, p| {
+            change(p, &st.now_str());
+            registry::write(st, key, p.clone(), KUBELET);
+        })
+    }
+
     /// Kueue preempts the Workload `workload` for a higher-priority one, which keeps its
     /// quota until the placeholder `preemptor-<workload>` is deleted.
     pub fn kueue_preempt(&self, ns: &str, workload: &str) -> bool {
@@ -57,41 +66,28 @@ impl Sim {
     /// its termination log, as a program that writes `/dev/termination-log` does.
     pub fn exit_with_message(&self, ns: &str, pod: &str, code: i64, message: &str) -> bool {
         let reason = if code == 0 { "Completed" } else { "Error" };
-        self.with_pod(ns, pod, |st, key, p| {
-            let now = st.now_str();
-            terminate(p, code, reason, message, &now);
-            registry::write(st, key, p.clone(), KUBELET);
-        })
+        self.kubelet_reports(ns, pod, |p, now| terminate(p, code, reason, message, now))
     }
 
     /// The container is killed by the kernel's OOM killer (exit 137, `OOMKilled`).
     pub fn oom(&self, ns: &str, pod: &str) -> bool {
-        self.with_pod(ns, pod, |st, key, p| {
-            let now = st.now_str();
-            terminate(p, 137, "OOMKilled", "", &now);
-            registry::write(st, key, p.clone(), KUBELET);
-        })
+        self.kubelet_reports(ns, pod, |p, now| terminate(p, 137, "OOMKilled", "", now))
     }
 
     /// The container cannot start (exit 128, `StartError`, with the runtime's message).
     pub fn start_error(&self, ns: &str, pod: &str, message: &str) -> bool {
-        self.with_pod(ns, pod, |st, key, p| {
-            let now = st.now_str();
-            terminate(p, 128, "StartError", message, &now);
-            registry::write(st, key, p.clone(), KUBELET);
-        })
+        self.kubelet_reports(ns, pod, |p, now| terminate(p, 128, "StartError", message, now))
     }
 
     /// The image cannot be pulled: the container waits with `ImagePullBackOff`.
     pub fn image_pull_backoff(&self, ns: &str, pod: &str) -> bool {
-        self.with_pod(ns, pod, |st, key, p| {
+        self.kubelet_reports(ns, pod, |p, _| {
             let image = p.pointer("/spec/containers/0/image").cloned().unwrap_or(Value::Null);
             let msg = format!("Back-off pulling image {image}");
             let names: Vec<Value> = p.pointer("/spec/containers").and_then(Value::as_array).map(|c| c.iter().map(|c| c["name"].clone()).collect()).unwrap_or_default();
             let statuses: Vec<Value> = names.into_iter().map(|n| json!({"name": n, "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "ImagePullBackOff", "message": msg}}})).collect();
             p["status"]["phase"] = json!("Pending");
             p["status"]["containerStatuses"] = json!(statuses);
-            registry::write(st, key, p.clone(), KUBELET);
         })
     }
 

@@ -9,9 +9,8 @@ use std::time::{Duration, Instant};
 use dispatch_core::{
     CallContext, Capability, Error, JobId, ObjectRef, Result, StartRequest, Support,
 };
-use dispatch_kf_client::resources::Resource;
 use dispatch_kf_client::resources::{
-    ADMISSION_CHECK, CLUSTER_QUEUE, JOB_SET, LEASE, LOCAL_QUEUE, NODE, POD, TRAIN_JOB,
+    ADMISSION_CHECK, CLUSTER_QUEUE, JOB_SET, LEASE, LOCAL_QUEUE, NODE, POD, Resource, TRAIN_JOB,
     TRAINING_RUNTIME, WORKLOAD,
 };
 use dispatch_kf_client::{Cluster, ClusterConfig, Permission};

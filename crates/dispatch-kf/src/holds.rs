@@ -9,8 +9,7 @@ use dispatch_core::{
 };
 use dispatch_kf_client::Cluster;
 use dispatch_kf_client::error_map::RequestClass;
-use dispatch_kf_client::resources::Resource;
-use dispatch_kf_client::resources::{TRAIN_JOB, WORKLOAD};
+use dispatch_kf_client::resources::{Resource, TRAIN_JOB, WORKLOAD};
 use dispatch_kf_model::gates::{self, Edit, Situation};
 use dispatch_kf_model::{Mode, Snapshot, json, keys, ranks};
 use serde_json::Value;

@@ -21,8 +21,9 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dispatch_core::{CallContext, Error, JobId, Result};
-use dispatch_kf_client::resources::Resource;
-use dispatch_kf_client::resources::{JOB_SET, POD, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD};
+use dispatch_kf_client::resources::{
+    JOB_SET, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
+};
 use dispatch_kf_client::{Change, Changes, Cluster, KnownNames};
 use dispatch_kf_model::view::View;
 use dispatch_kf_model::{Mode, keys, names};

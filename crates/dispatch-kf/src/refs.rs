@@ -2,8 +2,7 @@
 //! (`docs/errors.md#the-adapters-own-refusals`).
 
 use dispatch_core::{Error, JobId, ObjectKind, ObjectObs, ObjectRef, Result};
-use dispatch_kf_client::resources::Resource;
-use dispatch_kf_client::resources::{JOB_SET, POD, TRAIN_JOB, TRAINING_RUNTIME};
+use dispatch_kf_client::resources::{JOB_SET, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME};
 use dispatch_kf_model::Meta;
 use dispatch_kf_model::Snapshot;
 use dispatch_kf_model::names;

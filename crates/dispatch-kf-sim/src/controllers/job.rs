@@ -17,7 +17,8 @@ use std::collections::BTreeSet;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
-use super::job_pods::{self, MANAGER, TRACKING};
+use super::KUBE_CONTROLLER_MANAGER;
+use super::job_pods::{self, TRACKING};
 use super::util::{objects_at, owned};
 use super::wake::{self, Ctl};
 use crate::object::conditions::{condition, is_true, set_condition};
@@ -207,7 +208,6 @@ fn reconcile(state: &mut State, key: &Key, mut job: Value) {
     if !well_formed(&job) {
         return;
     }
-    let before = job.clone();
     let now = state.now_str();
     let pods = owned(state, "pods", &key.ns, uid(&job));
     if deleting(&job) || is_true(&job, "Complete") || is_true(&job, "Failed") {
@@ -263,9 +263,7 @@ fn reconcile(state: &mut State, key: &Key, mut job: Value) {
     job["status"]["ready"] = json!(ready);
     job["status"]["terminating"] = json!(terminating);
     job["status"]["uncountedTerminatedPods"] = json!({});
-    if job != before {
-        registry::write(state, key, job, MANAGER);
-    }
+    registry::write(state, key, job, KUBE_CONTROLLER_MANAGER);
 }
 
 /// `manageJob`: a suspended Job's active pods are deleted uncounted; otherwise the

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
+use super::KUBE_CONTROLLER_MANAGER;
 use crate::object::meta::{controller_ref, str_at};
 use crate::resources::id;
 use crate::store::State;
@@ -18,7 +19,6 @@ pub(crate) const TRACKING: &str = "batch.kubernetes.io/job-tracking";
 /// The completion index annotation and label of an Indexed Job's pod.
 pub(crate) const INDEX: &str = "batch.kubernetes.io/job-completion-index";
 const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
-pub(crate) use super::KUBE_CONTROLLER_MANAGER as MANAGER;
 
 /// A pod's completion index, from its annotation.
 pub(crate) fn index_of(pod: &Value) -> Option<i64> {
@@ -99,7 +99,7 @@ fn make_pod(state: &mut State, job: &Value, index: Option<i64>) {
         "spec": spec,
         "status": {"phase": "Pending"},
     });
-    state.insert(id("pods"), pod, MANAGER);
+    state.insert(id("pods"), pod, KUBE_CONTROLLER_MANAGER);
 }
 
 /// Makes the pods a running Job lacks: for an Indexed Job, the lowest indexes neither

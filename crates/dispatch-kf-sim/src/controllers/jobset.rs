@@ -91,7 +91,6 @@ fn reconcile(state: &mut State, key: &Key, mut js: Value) {
         return;
     }
     let now = state.now_str();
-    let before = js.clone();
     let kids = Children::read(state, &key.ns, &js);
     js["status"]["replicatedJobsStatus"] = statuses(&js, &kids);
     if js.pointer("/status/restarts").is_none() {
@@ -112,9 +111,7 @@ fn reconcile(state: &mut State, key: &Key, mut js: Value) {
             suspend_or_resume(state, &mut js, &kids, &now);
         }
     }
-    if js != before {
-        registry::write(state, key, js, MANAGER);
-    }
+    registry::write(state, key, js, MANAGER);
 }
 
 /// `calculateReplicatedJobStatuses`, in the order of `spec.replicatedJobs`.

@@ -100,8 +100,8 @@ fn reconcile(state: &mut State, key: &Key, mut pod: Value, now: &str) {
             registry::write(state, key, pod, KUBELET);
         } else if no_finalizers && (node.is_empty() || on_ready_node) {
             // The containers are gone: the kubelet ends the graceful deletion.
-            let now = DeleteOptions { grace: Some(0), ..Default::default() };
-            let _ = registry::delete(state, key, &now);
+            let confirm = DeleteOptions { grace: Some(0), ..Default::default() };
+            let _ = registry::delete(state, key, &confirm);
         }
         return;
     }

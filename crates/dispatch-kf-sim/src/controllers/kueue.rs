@@ -237,7 +237,6 @@ fn retry_delay(wl: &Value) -> i64 {
 
 fn reconcile(state: &mut State, key: &Key, mut wl: Value) {
     let now = state.now_str();
-    let before = wl.clone();
     let active = wl.pointer("/spec/active").and_then(Value::as_bool).unwrap_or(true);
     sync_checks(state, &mut wl, &now);
     let reserved = is_true(&wl, "QuotaReserved");
@@ -286,9 +285,7 @@ fn reconcile(state: &mut State, key: &Key, mut wl: Value) {
         }
     }
     sync_job(state, &wl);
-    if wl != before {
-        registry::write(state, key, wl, MANAGER);
-    }
+    registry::write(state, key, wl, MANAGER);
 }
 
 /// Reserves quota for the Workload when its admission is not gated and its
@@ -460,7 +457,6 @@ fn sync_job(state: &mut State, wl: &Value) {
     if tj["metadata"]["uid"] != owner["uid"] || is_true(&tj, "Complete") || is_true(&tj, "Failed") {
         return;
     }
-    let before = tj.clone();
     let admitted = is_true(wl, "Admitted");
     let suspended = suspended(&tj);
     if admitted && suspended {
@@ -495,7 +491,5 @@ fn sync_job(state: &mut State, wl: &Value) {
     } else if !admitted && !suspended {
         tj["spec"]["suspend"] = json!(true);
     }
-    if tj != before {
-        registry::write(state, &key, tj, MANAGER);
-    }
+    registry::write(state, &key, tj, MANAGER);
 }

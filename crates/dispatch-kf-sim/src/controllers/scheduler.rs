@@ -88,7 +88,6 @@ pub(crate) fn run(state: &mut State) {
                 Some(w) => *reasons.entry(w).or_default() += 1,
             }
         }
-        let before = pod.clone();
         match chosen {
             Some(node) => {
                 pod["spec"]["nodeName"] = json!(node);
@@ -110,8 +109,6 @@ pub(crate) fn run(state: &mut State) {
                 set_condition(&mut pod, "PodScheduled", "False", "Unschedulable", &message, &now);
             }
         }
-        if pod != before {
-            registry::write(state, &key, pod, KUBE_SCHEDULER);
-        }
+        registry::write(state, &key, pod, KUBE_SCHEDULER);
     }
 }

@@ -168,7 +168,6 @@ pub(crate) fn run(state: &mut State) {
 
 fn reconcile(state: &mut State, key: &Key, mut tj: Value) {
     let now = state.now_str();
-    let before = tj.clone();
     let js_key = Key::new(id("jobsets"), &key.ns, &key.name);
     let uid = uid(&tj).to_string();
     let (group, kind, _) = snapshot::runtime_ref(&tj);
@@ -206,9 +205,7 @@ fn reconcile(state: &mut State, key: &Key, mut tj: Value) {
     } else if !finished {
         sync_jobset(state, &js_key, &mut tj, &uid, &now);
     }
-    if tj != before {
-        registry::write(state, key, tj, MANAGER);
-    }
+    registry::write(state, key, tj, MANAGER);
 }
 
 fn sync_jobset(state: &mut State, js_key: &Key, tj: &mut Value, uid: &str, now: &str) {

@@ -32,17 +32,13 @@ impl Filter {
         line(&json!({"type": typ, "object": obj}))
     }
 
-    fn matches(&self, obj: &Value) -> bool {
-        self.selection.matches(obj)
-    }
-
     /// The line an event gives this watcher, if any.
     fn event(&self, ev: &Event) -> Option<Bytes> {
         if ev.key.res != self.res || (!self.ns.is_empty() && ev.key.ns != self.ns) {
             return None;
         }
-        let now = self.matches(&ev.object);
-        let before = ev.old.as_ref().is_some_and(|o| self.matches(o));
+        let now = self.selection.matches(&ev.object);
+        let before = ev.old.as_ref().is_some_and(|o| self.selection.matches(o));
         let typ = match (ev.typ, before, now) {
             (EventType::Deleted, true, _) => "DELETED",
             (EventType::Deleted, false, _) => return None,
