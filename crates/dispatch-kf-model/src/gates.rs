@@ -12,6 +12,7 @@ use dispatch_core::{Error, Refinement};
 use serde_json::{Map, Value, json};
 
 use crate::classify::execution::parse_counter;
+use crate::ended::EndRecord;
 use crate::json::annotation;
 use crate::keys;
 use crate::names::parse_canonical_decimal;
@@ -261,6 +262,11 @@ pub fn release_plain(
         Some(_) => {}
     }
     let count = admission(train_job);
+    if annotation(train_job, keys::ANN_ENDED).is_some() {
+        return Err(Error::rejected(
+            "the TrainJob has run and ended: a Release would run it again under the identity of the execution that ended; start the next submission instead",
+        ));
+    }
     if count >= 1 {
         if !situation.pods_remaining.is_empty() {
             return Err(pods_remain("release", &situation.pods_remaining));
@@ -269,6 +275,19 @@ pub fn release_plain(
         set_suspend(train_job, false);
     }
     annotations(train_job).remove(keys::ANN_HOLD_INSTANCE);
+    Ok(Edit::Write)
+}
+
+/// Seals a TrainJob that has failed, in either mode: closes its start gate again
+/// (`spec.suspend: true`) and writes `record` (`ended.rs` says why). A TrainJob already
+/// sealed writes nothing, whatever its record says: the first one stands.
+pub fn seal(train_job: &mut Value, record: &EndRecord) -> Result<Edit, Error> {
+    well_formed(train_job)?;
+    if annotation(train_job, keys::ANN_ENDED).is_some() {
+        return Ok(Edit::Unchanged);
+    }
+    annotations(train_job).insert(keys::ANN_ENDED.into(), json!(record.to_annotation()));
+    set_suspend(train_job, true);
     Ok(Edit::Write)
 }
 

@@ -22,6 +22,10 @@ pub(crate) const ANN_RUNTIME_SOURCE: &str = "dispatch.phpboyscout.uk/runtime-sou
 pub const ANN_ADMISSION: &str = "dispatch.phpboyscout.uk/admission";
 /// Annotation (the held object): the hold instance in force.
 pub const ANN_HOLD_INSTANCE: &str = "dispatch.phpboyscout.uk/hold-instance";
+/// Annotation (TrainJob): the execution that ended and its cause, as JSON
+/// (`ended::EndRecord`), written with `spec.suspend: true` once a TrainJob has failed,
+/// so that it never runs again.
+pub const ANN_ENDED: &str = "dispatch.phpboyscout.uk/ended";
 /// Annotation (Workload, Kueue mode): how many Releases the adapter has made; the
 /// readmission gate permits one more admission for each one it has not seen.
 pub(crate) const ANN_RELEASES: &str = "dispatch.phpboyscout.uk/releases";
@@ -140,7 +144,7 @@ pub(crate) const PROBE_IMAGE: &str = "dispatch.invalid/never:probe";
 /// execution in `ranks`, and the mode of a TrainJob read without settings in
 /// `Mode::of_train_job`): the dump reader keeps no others (`lenient::StrMap`), so an
 /// object's other labels cost nothing.
-pub(crate) const READ_BY_CLASSIFICATION: [&str; 11] = [
+pub(crate) const READ_BY_CLASSIFICATION: [&str; 12] = [
     LABEL_JOB_ID,
     LABEL_SUBMISSION,
     JOBSET_NAME,
@@ -150,6 +154,7 @@ pub(crate) const READ_BY_CLASSIFICATION: [&str; 11] = [
     KUEUE_JOB_UID,
     ANN_ADMISSION,
     ANN_HOLD_INSTANCE,
+    ANN_ENDED,
     KUEUE_ADMISSION_GATED_BY,
     KUEUE_QUEUE_NAME,
 ];

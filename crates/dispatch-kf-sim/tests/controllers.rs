@@ -165,6 +165,69 @@ async fn the_active_deadline_fails_the_trainjob_and_deletes_the_jobset() {
     assert!(pods(&sim).is_empty(), "the garbage collector removed the pods");
 }
 
+/// As Trainer v2.2 and v2.3 do: `Failed` is cleared at every reconcile, so a failed
+/// TrainJob whose JobSet goes gets a new JobSet, which runs its ranks again unless the
+/// TrainJob is suspended.
+#[tokio::test]
+async fn a_failed_trainjob_whose_jobset_goes_gets_a_new_one_that_runs_unless_suspended() {
+    for suspend in [false, true] {
+        let sim = demo().await;
+        start(&sim, tj("job", 1, false, json!({}))).await;
+        let pod = pod_names(&sim).remove(0);
+        sim.exit("default", &pod, 1);
+        let failed =
+            cond(&sim.get("trainjobs", "default", "job").unwrap(), "Failed").unwrap().clone();
+        if suspend {
+            let patch = json!({"spec": {"suspend": true}});
+            trainjobs(&client(&sim).await)
+                .patch("job", &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .unwrap();
+            let t = sim.get("trainjobs", "default", "job").unwrap();
+            assert_eq!(cond(&t, "Failed").unwrap(), &failed, "still failed, at the same time");
+        }
+        let old = sim.get("jobsets", "default", "job").unwrap()["metadata"]["uid"].clone();
+        let dp = DeleteParams::background();
+        let jobsets = Api::<kube::api::DynamicObject>::namespaced_with(
+            client(&sim).await,
+            "default",
+            &jobsets_ar(),
+        );
+        jobsets.delete("job", &dp).await.unwrap();
+        sim.settle();
+        let again = sim.get("jobsets", "default", "job").expect("a new JobSet");
+        assert_ne!(again["metadata"]["uid"], old);
+        let t = sim.get("trainjobs", "default", "job").unwrap();
+        assert!(cond(&t, "Failed").is_none(), "{t:#}");
+        let running: Vec<Value> =
+            pods(&sim).into_iter().filter(|p| p["status"]["phase"] == "Running").collect();
+        assert_eq!(running.len(), if suspend { 0 } else { 1 }, "suspend {suspend}");
+    }
+}
+
+/// JobSet's `ttlSecondsAfterFinished`: a finished JobSet is deleted that long after it
+/// finished, not before.
+#[tokio::test]
+async fn a_finished_jobset_with_a_ttl_is_deleted_when_it_runs_out() {
+    let sim = demo().await;
+    install_torch_runtime(&sim, |rt| {
+        rt["spec"]["template"]["spec"]["ttlSecondsAfterFinished"] = json!(15);
+    });
+    let on_rt = json!({"spec": {"runtimeRef": {"name": "rt", "kind": "TrainingRuntime"}}});
+    start(&sim, tj("job", 1, false, on_rt)).await;
+    sim.exit("default", &pod_names(&sim).remove(0), 1);
+    let js = sim.get("jobsets", "default", "job").unwrap();
+    assert!(cond(&js, "Failed").is_some());
+    sim.advance(Duration::from_secs(14));
+    assert_eq!(
+        sim.get("jobsets", "default", "job").unwrap()["metadata"]["uid"],
+        js["metadata"]["uid"]
+    );
+    sim.advance(Duration::from_secs(1));
+    let now = sim.get("jobsets", "default", "job");
+    assert!(now.as_ref().is_none_or(|n| n["metadata"]["uid"] != js["metadata"]["uid"]), "{now:#?}");
+}
+
 #[tokio::test]
 async fn a_pod_that_fits_no_node_is_unschedulable_with_the_scheduler_message() {
     let sim = demo().await;

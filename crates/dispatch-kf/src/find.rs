@@ -1,8 +1,11 @@
 //! Find and Inspect: one snapshot read, one classification.
 
 use dispatch_core::{CallContext, Discovery, JobId, ObjectObs, ObjectRef, Result};
+use dispatch_kf_client::error_map::RequestClass;
+use dispatch_kf_client::resources::TRAIN_JOB;
 use dispatch_kf_client::{Cluster, JobQuery, Known};
-use dispatch_kf_model::{ClassifyOptions, Snapshot, classify};
+use dispatch_kf_model::gates::{self, Edit};
+use dispatch_kf_model::{ClassifyOptions, Snapshot, classify, ended, json};
 use jiff::Timestamp;
 
 use crate::{Inner, edge};
@@ -59,6 +62,44 @@ impl Inner {
         classify(snapshot, &options, now)
     }
 
+    /// The observations of a snapshot at `now`, after sealing each TrainJob they show
+    /// has failed ([`Inner::seal_ended`]): what Find, Inspect and Watch report.
+    async fn observe_sealing(
+        &self,
+        cx: &CallContext,
+        snapshot: &Snapshot,
+        now: Timestamp,
+    ) -> Vec<ObjectObs> {
+        let observations = self.observe(snapshot, now);
+        self.seal_ended(cx, snapshot, &observations).await;
+        observations
+    }
+
+    /// Closes the start gate of each TrainJob of `snapshot` that has failed and writes
+    /// how it ended (`dispatch_kf_model::ended`), before the end is reported, so that
+    /// a JobSet made again by the Trainer runs nothing. Best effort: the observation is
+    /// true either way, and a seal not written now (read-only, a conflict to the last
+    /// try, the apiserver away) is written by the next Find that sees the end.
+    async fn seal_ended(&self, cx: &CallContext, snapshot: &Snapshot, observations: &[ObjectObs]) {
+        if self.check_writable().is_err() {
+            return;
+        }
+        let objects = self.cluster.objects(TRAIN_JOB, &self.settings.namespace);
+        for (object, record) in ended::to_seal(snapshot, observations) {
+            let written = objects
+                .read_modify_write(cx, RequestClass::Write, &object.name, |train_job| {
+                    if json::uid(train_job) != object.uid {
+                        return Ok(Edit::Unchanged);
+                    }
+                    gates::seal(train_job, &record)
+                })
+                .await;
+            if let Err(e) = written {
+                tracing::warn!(train_job = %object.name, error = %e, "an ended TrainJob could not be sealed yet");
+            }
+        }
+    }
+
     /// Every object of `job`, orphans included, and the in-flight mark.
     pub(crate) async fn find(&self, cx: &CallContext, job: &JobId) -> Result<Discovery> {
         self.check_open()?;
@@ -66,7 +107,7 @@ impl Inner {
         let now = edge::now();
         Ok(Discovery {
             job: job.clone(),
-            objects: self.observe(&snapshot, now),
+            objects: self.observe_sealing(cx, &snapshot, now).await,
             in_flight: self.in_flight.get(job, now),
         })
     }
@@ -76,7 +117,7 @@ impl Inner {
         self.check_open()?;
         let target = self.target(object)?;
         let snapshot = self.snapshot(cx, &target.job).await?;
-        let observations = self.observe(&snapshot, edge::now());
+        let observations = self.observe_sealing(cx, &snapshot, edge::now()).await;
         crate::refs::pick(observations, object)
     }
 }

@@ -9,6 +9,7 @@ use super::ClassifyOptions;
 use super::execution;
 use super::index::{Index, Map, PodRef};
 use super::node_loss::NodeLoss;
+use crate::ended::EndRecord;
 use crate::keys;
 use crate::mode::Mode;
 use crate::names;
@@ -57,7 +58,12 @@ impl<'a, S: Str> Facts<'a, S> {
             None => tj.meta.label(keys::LABEL_JOB_ID).zip(tj.meta.label(keys::LABEL_SUBMISSION)),
         };
         let pods = index.pods_of(ns, name, job);
-        let execution = execution::current(pods.iter().filter_map(|p| p.exec));
+        // With no pod left to say (the JobSet of a failed TrainJob gone), the execution
+        // dispatch recorded when it ended (`ended.rs`).
+        let execution = execution::current(pods.iter().filter_map(|p| p.exec)).or_else(|| {
+            let record = tj.meta.annotation(keys::ANN_ENDED).and_then(EndRecord::parse);
+            record.and_then(|r| r.execution)
+        });
         let workload = match options.mode {
             Mode::Kueue => index.workload(ns, tj.meta.uid()),
             Mode::Plain => None,

@@ -240,3 +240,49 @@ fn malformed_objects_are_refused_without_panicking_or_being_edited() {
         }
     }
 }
+
+fn end_record() -> EndRecord {
+    EndRecord {
+        execution: Some(dispatch_core::Execution::new(1, 0)),
+        cause: dispatch_core::Cause {
+            kind: dispatch_core::CauseKind::NonZeroExit,
+            provenance: Some(dispatch_core::Provenance::Application),
+            actor: None,
+            detail: "pod dj-x-s1-node-0-0-abcde: node exited 1: Error".into(),
+            exit_code: Some(1),
+            at: None,
+        },
+    }
+}
+
+#[test]
+fn seal_closes_the_gate_of_a_failed_job_and_records_how_it_ended() {
+    let mut tj = opened();
+    assert_eq!(seal(&mut tj, &end_record()).unwrap(), Edit::Write);
+    assert_eq!(tj["spec"]["suspend"], true);
+    let text = annotation(&tj, keys::ANN_ENDED).unwrap();
+    assert_eq!(EndRecord::parse(text), Some(end_record()));
+    assert_eq!(admission(&tj), 1, "the admission count stays that of the ended execution");
+}
+
+#[test]
+fn a_sealed_job_is_sealed_once_and_the_first_record_stands() {
+    let mut tj = opened();
+    seal(&mut tj, &end_record()).unwrap();
+    let before = tj.clone();
+    let mut other = end_record();
+    other.cause.kind = dispatch_core::CauseKind::Unknown;
+    assert_eq!(seal(&mut tj, &other).unwrap(), Edit::Unchanged);
+    assert_eq!(tj, before);
+}
+
+#[test]
+fn release_never_lifts_the_gate_of_a_sealed_job() {
+    let mut tj = opened();
+    hold_plain(&mut tj, 1, &calm()).unwrap();
+    seal(&mut tj, &end_record()).unwrap();
+    let before = tj.clone();
+    let err = release_plain(&mut tj, 1, &calm()).unwrap_err();
+    assert!(err.is(Kind::Rejected) && err.message().contains("has run and ended"), "{err}");
+    assert_eq!(tj, before, "nothing written");
+}

@@ -134,7 +134,8 @@ pub(crate) fn train_job(p: &Parts<'_>) -> Value {
     })
 }
 
-/// The runtime copy: a TrainingRuntime of the TrainJob's name, its spec verbatim.
+/// The runtime copy: a TrainingRuntime of the TrainJob's name, its spec the source's
+/// less what `runtime::copy` leaves out.
 pub(crate) fn runtime_copy(p: &Parts<'_>) -> Value {
     json!({
         "apiVersion": keys::TRAINER_API_VERSION,
@@ -148,6 +149,6 @@ pub(crate) fn runtime_copy(p: &Parts<'_>) -> Value {
                 keys::ANN_RUNTIME_SOURCE: p.step.source.reference.to_string(),
             },
         },
-        "spec": p.step.source.spec,
+        "spec": crate::runtime::copy::spec_of_copy(&p.step.source.spec),
     })
 }

@@ -3,8 +3,9 @@
 //! ([`rules::check`]).
 //!
 //! A source runtime's `spec` is kept verbatim as JSON: the runtime copy must carry every
-//! field, including those this model does not know.
+//! field, including those this model does not know, except the few `copy` leaves out.
 
+pub(crate) mod copy;
 pub(crate) mod rules;
 
 use std::fmt;

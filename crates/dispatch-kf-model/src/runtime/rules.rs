@@ -1,5 +1,5 @@
 //! The runtime rules: what a runtime must state before a job may run on it
-//! (`docs/runtime-requirements.md`, rules 1-7). A runtime not listed in `runtimes`, one
+//! (`docs/runtime-requirements.md`, rules 1-8). A runtime not listed in `runtimes`, one
 //! that does not exist, one that breaks a rule, and ProcsPerNode on a runtime without
 //! `mlPolicy.torch` are all `ErrUnsupported`
 //! (`docs/render.md#runtime-rules-unsupported-every-broken-rule-named`).
@@ -51,16 +51,26 @@ pub(crate) struct TrainerStep<'s> {
 /// A rule over a runtime that exists and is configured: the problems it finds.
 type Rule = fn(&Runtime<'_>, &JobShape<'_>) -> Vec<String>;
 
-/// Rules 2 to 7 of "Runtime requirements", one row each (rule 1, configured and
+/// Rules 2 to 8 of "Runtime requirements", one row each (rule 1, configured and
 /// present, is checked first by [`check`] because the others need the runtime).
-const RULES: [(u8, Rule); 6] = [
+const RULES: [(u8, Rule); 7] = [
     (2, rule_one_trainer_job),
     (3, rule_restart_never),
     (4, rule_backoff_zero),
     (5, rule_names_fit),
     (6, rule_jobset_managed_by),
     (7, rule_torch_for_procs),
+    (8, rule_restarts_counted),
 ];
+
+/// JobSet failure-policy actions that run ranks again without raising the restart
+/// attempt the pods carry (J): they recreate one child Job and count it only in
+/// `replicatedJobsStatus[].jobRestarts` (JobSet v0.12, feature gate `RestartJob`).
+const UNCOUNTED_ACTIONS: [&str; 2] = ["RestartJob", "RestartJobAndIgnoreMaxRestarts"];
+
+/// The JobSet restart strategy that restarts ranks in place, counted only in a pod
+/// annotation (JobSet v0.11, feature gate `InPlaceRestart`).
+const UNCOUNTED_STRATEGY: &str = "InPlaceRestart";
 
 /// Checks `wanted` against the configured `runtimes`, its `source` (`None` when it does
 /// not exist) and the rules, for a job of `shape`. Every broken rule is named in one
@@ -263,6 +273,32 @@ fn rule_torch_for_procs(rt: &Runtime<'_>, shape: &JobShape<'_>) -> Vec<String> {
     Vec::new()
 }
 
+/// Rule 8: the JobSet's failure policy restarts ranks only in ways the execution
+/// identity counts (`RestartJobSet`, which raises J on every pod; `FailJobSet`).
+fn rule_restarts_counted(rt: &Runtime<'_>, _: &JobShape<'_>) -> Vec<String> {
+    const WHY: &str = "JobSet would run ranks again under the restart attempt they already carry, so two executions would share one identity";
+    let Some(policy) = rt.spec.pointer("/template/spec/failurePolicy") else { return Vec::new() };
+    let mut problems = Vec::new();
+    let strategy = policy.get("restartStrategy");
+    if strategy.and_then(Value::as_str) == Some(UNCOUNTED_STRATEGY) {
+        problems.push(format!(
+            "its JobSet template's failurePolicy.restartStrategy is {}: {WHY}",
+            shown(strategy)
+        ));
+    }
+    let rules = policy.get("rules").and_then(Value::as_array);
+    for (i, rule) in rules.into_iter().flatten().enumerate() {
+        let action = rule.get("action");
+        if action.and_then(Value::as_str).is_some_and(|a| UNCOUNTED_ACTIONS.contains(&a)) {
+            problems.push(format!(
+                "its JobSet template's failurePolicy.rules[{i}].action is {}: {WHY}",
+                shown(action)
+            ));
+        }
+    }
+    problems
+}
+
 /// A value as a message shows it; `none` when absent.
 fn shown(value: Option<&Value>) -> String {
     value.map_or_else(|| "none".to_owned(), Value::to_string)
@@ -313,6 +349,8 @@ mod tests {
         job["replicas"] = json!(2);
         job["template"]["spec"]["backoffLimit"] = json!(6);
         job["template"]["spec"]["template"]["spec"] = json!({"containers": [{"name": "trainer"}]});
+        spec["template"]["spec"]["failurePolicy"] = json!({"restartStrategy": "InPlaceRestart",
+            "rules": [{"action": "FailJobSet"}, {"action": "RestartJob"}]});
         let rt = source(spec);
         let err = check(&[], &rt.reference, Some(&rt), &SHAPE).unwrap_err();
         assert!(err.is(Kind::Unsupported));
@@ -324,9 +362,47 @@ mod tests {
             "backoffLimit 6",
             "managedBy \"someone/else\"",
             "mlPolicy.torch",
+            "failurePolicy.restartStrategy is \"InPlaceRestart\"",
+            "failurePolicy.rules[1].action is \"RestartJob\"",
         ] {
             assert!(err.message().contains(part), "{part}: {err}");
         }
+    }
+
+    #[test]
+    fn restarts_the_identity_counts_pass_and_others_are_named() {
+        let with_policy = |policy: Value| {
+            let mut spec = good();
+            spec["template"]["spec"]["failurePolicy"] = policy;
+            source(spec)
+        };
+        let passes = with_policy(json!({"maxRestarts": 3, "restartStrategy": "BlockingRecreate",
+            "rules": [{"action": "FailJobSet"}, {"action": "RestartJobSet"},
+                      {"action": "RestartJobSetAndIgnoreMaxRestarts"}]}));
+        assert!(
+            check(
+                std::slice::from_ref(&passes.reference),
+                &passes.reference,
+                Some(&passes),
+                &SHAPE
+            )
+            .is_ok()
+        );
+        let refused = with_policy(json!({"rules": [{"action": "RestartJobAndIgnoreMaxRestarts"}]}));
+        let err = check(
+            std::slice::from_ref(&refused.reference),
+            &refused.reference,
+            Some(&refused),
+            &SHAPE,
+        )
+        .unwrap_err();
+        assert!(err.is(Kind::Unsupported), "{err}");
+        assert!(
+            err.message().ends_with(
+                "failurePolicy.rules[0].action is \"RestartJobAndIgnoreMaxRestarts\": JobSet would run ranks again under the restart attempt they already carry, so two executions would share one identity"
+            ),
+            "{err}"
+        );
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! failure policy (`failure_policy.go`: `maxRestarts` raises `status.restarts`, else
 //! `Failed` with `FailedJobs` / `ReachedMaxRestarts`); successful Jobs run the success
 //! policy (`Completed`/`AllJobsCompleted`); missing Jobs are created (a name still held
-//! by a Job being deleted waits, as `shouldCreateJob` does); suspend and resume.
+//! by a Job being deleted waits, as `shouldCreateJob` does); suspend and resume. A
+//! finished JobSet with `ttlSecondsAfterFinished` is deleted (foreground) that long after
+//! its `Completed`/`Failed` condition (`ttl_after_finished.go`).
 
 use serde_json::{Value, json};
 
@@ -100,6 +102,10 @@ fn reconcile(state: &mut State, key: &Key, mut js: Value) {
         for (k, _) in &kids.active {
             delete_once(state, k, Some(Propagation::Foreground));
         }
+        if ttl_after_finished(state, key, &js) {
+            delete_once(state, key, Some(Propagation::Foreground));
+            return;
+        }
     } else {
         for (k, _) in &kids.previous {
             delete_once(state, k, Some(Propagation::Foreground));
@@ -112,6 +118,26 @@ fn reconcile(state: &mut State, key: &Key, mut js: Value) {
         }
     }
     registry::write(state, key, js, MANAGER);
+}
+
+/// `executeTTLAfterFinishedPolicy`: whether a finished JobSet's TTL has run out (it is
+/// then deleted); a TTL still running wakes the JobSet when it runs out.
+fn ttl_after_finished(state: &mut State, key: &Key, js: &Value) -> bool {
+    let Some(ttl) = js.pointer("/spec/ttlSecondsAfterFinished").and_then(Value::as_i64) else {
+        return false;
+    };
+    let finished = ["Completed", "Failed"]
+        .into_iter()
+        .filter_map(|t| condition(js, t).filter(|c| c["status"] == "True"))
+        .find_map(|c| str_at(c, "/lastTransitionTime").parse::<jiff::Timestamp>().ok());
+    let Some(expires) = finished.map(|at| at + jiff::SignedDuration::from_secs(ttl)) else {
+        return false;
+    };
+    if state.now >= expires {
+        return true;
+    }
+    wake::at(state, Ctl::JobSet, key, expires);
+    false
 }
 
 /// `calculateReplicatedJobStatuses`, in the order of `spec.replicatedJobs`.

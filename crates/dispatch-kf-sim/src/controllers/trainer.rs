@@ -7,6 +7,11 @@
 //! runtime kind it has no runtime for fails the TrainJob with
 //! `TrainingRuntimeNotSupported` (`Reconcile`). The runtime comes from the TrainJob's
 //! runtime snapshot (`snapshot.rs`).
+//!
+//! As in Trainer v2.2 and v2.3, `Failed` is cleared at the start of every reconcile
+//! (`removeFailedCondition`, which keeps only `DeadlineExceeded`) and set again from the
+//! JobSet: a failed TrainJob whose JobSet is gone gets a new JobSet, which runs unless
+//! the TrainJob is suspended.
 
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
@@ -166,8 +171,20 @@ pub(crate) fn run(state: &mut State) {
     });
 }
 
+/// `removeFailedCondition`: a `Failed` condition goes unless its reason is
+/// `DeadlineExceeded`; the JobSet's own sets it again when the JobSet is there.
+fn remove_failed(tj: &mut Value) {
+    let deadline = condition(tj, "Failed").is_some_and(|c| c["reason"] == "DeadlineExceeded");
+    let conditions = tj.pointer_mut("/status/conditions").and_then(Value::as_array_mut);
+    if let (false, Some(conditions)) = (deadline, conditions) {
+        conditions.retain(|c| c["type"] != "Failed");
+    }
+}
+
 fn reconcile(state: &mut State, key: &Key, mut tj: Value) {
     let now = state.now_str();
+    let failed_before = condition(&tj, "Failed").cloned();
+    remove_failed(&mut tj);
     let js_key = Key::new(id("jobsets"), &key.ns, &key.name);
     let uid = uid(&tj).to_string();
     let (group, kind, _) = snapshot::runtime_ref(&tj);
@@ -205,7 +222,21 @@ fn reconcile(state: &mut State, key: &Key, mut tj: Value) {
     } else if !finished {
         sync_jobset(state, &js_key, &mut tj, &uid, &now);
     }
+    keep_failed_time(&mut tj, failed_before.as_ref());
     registry::write(state, key, tj, MANAGER);
+}
+
+/// A `Failed` set again as it was keeps its time: the Trainer copies the JobSet's
+/// condition, time and all, so a reconcile that changes nothing writes nothing.
+fn keep_failed_time(tj: &mut Value, before: Option<&Value>) {
+    let Some(before) = before else { return };
+    let conditions = tj.pointer_mut("/status/conditions").and_then(Value::as_array_mut);
+    for c in conditions.into_iter().flatten().filter(|c| c["type"] == "Failed") {
+        let same = ["status", "reason", "message"].iter().all(|f| c.get(*f) == before.get(*f));
+        if same {
+            *c = before.clone();
+        }
+    }
 }
 
 fn sync_jobset(state: &mut State, js_key: &Key, tj: &mut Value, uid: &str, now: &str) {

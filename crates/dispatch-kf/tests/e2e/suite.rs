@@ -123,7 +123,14 @@ pub(crate) enum Runtime {
     /// Ranks run only on the scenario's own node (`BackendOnTarget::own_node`), so that what
     /// the scenario does to that node touches no other scenario's pods.
     OnOwnNode(&'static str),
+    /// As a platform team sets a runtime up to clean up after itself: its JobSet
+    /// template has `ttlSecondsAfterFinished` ([`JOBSET_TTL_SECONDS`]), which the
+    /// adapter's copy leaves out.
+    CleaningUp,
 }
+
+/// The JobSet TTL of [`Runtime::CleaningUp`].
+pub(crate) const JOBSET_TTL_SECONDS: i64 = 5;
 
 /// The node of the scheduler-preemption scenario.
 pub(crate) const PREEMPTION_NODE: &str = "dispatch-e2e-preemption";
@@ -135,9 +142,10 @@ pub(crate) const OWN_NODE_TAINT: &str = "dispatch-e2e/own-node";
 
 impl Runtime {
     /// Every runtime the suite brings.
-    pub(crate) const ALL: [Runtime; 4] = [
+    pub(crate) const ALL: [Runtime; 5] = [
         Runtime::Plain,
         Runtime::Restarting,
+        Runtime::CleaningUp,
         Runtime::OnOwnNode(PREEMPTION_NODE),
         Runtime::OnOwnNode(LOST_NODE),
     ];
@@ -147,6 +155,7 @@ impl Runtime {
         match self {
             Runtime::Plain => RUNTIME.to_owned(),
             Runtime::Restarting => format!("{RUNTIME}-restarting"),
+            Runtime::CleaningUp => format!("{RUNTIME}-cleaning-up"),
             Runtime::OnOwnNode(node) => format!("{RUNTIME}-on-{node}"),
         }
     }
@@ -174,6 +183,9 @@ impl Runtime {
         }]});
         if self == Runtime::Restarting {
             jobset["failurePolicy"] = json!({"maxRestarts": 1});
+        }
+        if self == Runtime::CleaningUp {
+            jobset["ttlSecondsAfterFinished"] = json!(JOBSET_TTL_SECONDS);
         }
         json!({
             "apiVersion": keys::TRAINER_API_VERSION, "kind": keys::KIND_TRAINING_RUNTIME,

@@ -8,6 +8,7 @@ pub(crate) mod gated;
 pub(crate) mod held;
 pub(crate) mod max_execution_time;
 pub(crate) mod pending_or_running;
+pub(crate) mod sealed;
 pub(crate) mod suspended;
 
 use crate::lenient::Str;
@@ -44,10 +45,12 @@ impl Outcome {
     }
 }
 
-/// Rules 1 to 6, in order, with refinement R3 (`max_execution_time`) between 4 and 5.
+/// Rules 1 to 6, in order, with the end record (`sealed`, rule 2b) after 2 and
+/// refinement R3 (`max_execution_time`) between 4 and 5.
 pub(crate) fn decide<S: Str>(f: &Facts<'_, S>) -> Outcome {
     complete::rule(f)
         .or_else(|| failed::rule(f))
+        .or_else(|| sealed::rule(f))
         .or_else(|| gated::rule(f))
         .or_else(|| held::rule(f))
         .or_else(|| max_execution_time::rule(f))
