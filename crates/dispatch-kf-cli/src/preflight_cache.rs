@@ -5,10 +5,12 @@
 //!
 //! A preflight that found the Backend writable or observe-only is kept alike, so that a
 //! cluster the adapter cannot write to is not probed again by every command (`preflight`
-//! refreshes it at once after a fix). A kept preflight is trusted while it is younger than `--preflight-max-age`
-//! (10 minutes by default; `0s` never trusts one), and one that proved Kueue's
-//! readmission gate only while it is younger than the gate controller's Lease duration
-//! too; `preflight` always runs in full and keeps what it finds. The key is the
+//! refreshes it at once after a fix), except an observe-only one that rests on Kueue's
+//! readmission gate not being proven: that passes when a gate leads again, so it is not
+//! kept at all. A kept preflight is trusted while it is younger than
+//! `--preflight-max-age` (10 minutes by default; `0s` never trusts one), and one that
+//! proved the readmission gate only until the gate controller's last renewal of its
+//! Lease runs out (`renewTime + leaseDurationSeconds`); `preflight` always runs in full and keeps what it finds. The key is the
 //! apiserver's URL, the kubeconfig context and user, a digest of the credentials they
 //! send, and all the settings hold, so any change of one is a miss. The files are the
 //! user's alone (`private_file.rs`).
@@ -18,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 use dispatch_kf::Preflight;
 use dispatch_kf_client::Identity;
-use dispatch_kf_model::Settings;
 use dispatch_kf_model::capabilities::{PreflightFacts, Writability};
+use dispatch_kf_model::{Mode, Settings};
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -37,10 +39,10 @@ struct Kept {
     facts: PreflightFacts,
     nodes_readable: bool,
     lacking: Vec<String>,
-    /// With a proven readmission gate, the Lease duration past which the proof says
-    /// nothing.
+    /// With a proven readmission gate, when the Lease's last renewal runs out: past it
+    /// the proof says nothing.
     #[serde(default)]
-    gate_lease: Option<SignedDuration>,
+    gate_proof_expires: Option<Timestamp>,
 }
 
 /// Where the preflights of one cluster, identity and settings are kept.
@@ -76,7 +78,7 @@ impl Cache {
     }
 
     /// The kept preflight, when there is one for this key younger than `max_age` at
-    /// `now` (and than its gate proof's Lease duration). A file that cannot be read is
+    /// `now` (and, with a gate proof, before the proof runs out). A file that cannot be read is
     /// a miss, never an error: the command then runs the preflight in full. `Err` says
     /// why a file or folder that is there was not trusted (not this user's, or others
     /// may write it): a miss too, that the caller reports.
@@ -92,7 +94,7 @@ impl Cache {
             return Ok(None);
         }
         let gate_proven = kept.facts.readmission_gate.is_ok();
-        if gate_proven && kept.gate_lease.is_none_or(|lease| age >= lease) {
+        if gate_proven && kept.gate_proof_expires.is_none_or(|expires| now >= expires) {
             return Ok(None);
         }
         Ok(Some(Trusted {
@@ -100,20 +102,25 @@ impl Cache {
                 kept.facts,
                 kept.nodes_readable,
                 kept.lacking,
-                kept.gate_lease,
+                kept.gate_proof_expires,
             ),
             age,
             path: self.path.clone(),
         }))
     }
 
-    /// Keeps `preflight`, made at `at`, when it found the Backend writable or
-    /// observe-only; removes what was kept otherwise (a read-only Backend probes
-    /// nothing). Failing to write is not an error: the next command runs the preflight
+    /// Keeps `preflight`, made at `at`, when it found the Backend writable, or
+    /// observe-only for a reason a person must change; removes what was kept otherwise
+    /// (a read-only Backend probes nothing; an unproven readmission gate may lead again
+    /// within seconds). Failing to write is not an error: the next command runs the preflight
     /// again. `Err` says why a folder that is there was not written in (not this
     /// user's, or others may write it).
     pub(crate) fn keep(&self, preflight: &Preflight, at: Timestamp) -> Result<(), String> {
-        if preflight.access == Writability::ReadOnly {
+        let gate_unproven =
+            preflight.facts.mode == Mode::Kueue && preflight.facts.readmission_gate.is_err();
+        let transient =
+            matches!(preflight.access, Writability::ObserveOnly { .. }) && gate_unproven;
+        if preflight.access == Writability::ReadOnly || transient {
             let _ = std::fs::remove_file(&self.path);
             return Ok(());
         }
@@ -123,7 +130,7 @@ impl Cache {
             facts: preflight.facts.clone(),
             nodes_readable: preflight.nodes_readable,
             lacking: preflight.lacking.clone(),
-            gate_lease: preflight.gate_lease,
+            gate_proof_expires: preflight.gate_proof_expires,
         };
         let Ok(json) = serde_json::to_vec_pretty(&kept) else { return Ok(()) };
         match private_file::write(&self.path, &json) {
@@ -136,7 +143,6 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dispatch_kf_model::Mode;
 
     fn facts() -> PreflightFacts {
         PreflightFacts {
@@ -151,8 +157,8 @@ mod tests {
         }
     }
 
-    fn writable(facts: PreflightFacts, gate_lease: Option<SignedDuration>) -> Preflight {
-        Preflight::of(facts, true, Vec::new(), gate_lease)
+    fn writable(facts: PreflightFacts, gate_proof_expires: Option<Timestamp>) -> Preflight {
+        Preflight::of(facts, true, Vec::new(), gate_proof_expires)
     }
 
     fn settings(namespace: &str) -> Settings {
@@ -263,9 +269,10 @@ mod tests {
     }
 
     /// A proof of Kueue's readmission gate (the Lease fresh, the AdmissionCheck Active)
-    /// is trusted no longer than the Lease's duration, however young the rest is.
+    /// is trusted only until the Lease's last renewal runs out, however young the rest
+    /// is: a proof made late in the Lease's life is trusted for what is left of it.
     #[test]
-    fn a_kueue_gate_proof_older_than_the_lease_duration_is_not_trusted() {
+    fn a_kueue_gate_proof_is_not_trusted_past_the_leases_last_renewal() {
         let dir = dir("lease");
         let cache = Cache::of(Some(&dir), &identity("https://a:6443", "a"), &settings("ns"));
         let cache = cache.unwrap();
@@ -275,13 +282,40 @@ mod tests {
             readmission_gate: Ok(()),
             ..facts()
         };
-        let lease = SignedDuration::from_secs(15);
-        cache.keep(&writable(proven.clone(), Some(lease)), t0()).unwrap();
-        let young = cache.trusted(t0() + SignedDuration::from_secs(14), TEN).unwrap();
-        assert_eq!(young.expect("within the Lease's duration").preflight.gate_lease, Some(lease));
-        assert!(cache.trusted(t0() + lease, TEN).unwrap().is_none(), "as old as the Lease");
+        // Renewed 12 s before the proof, for 15 s: 3 s of it are left.
+        let expires = t0() + SignedDuration::from_secs(3);
+        cache.keep(&writable(proven.clone(), Some(expires)), t0()).unwrap();
+        let young = cache.trusted(t0() + SignedDuration::from_secs(2), TEN).unwrap();
+        let young = young.expect("before the renewal runs out");
+        assert_eq!(young.preflight.gate_proof_expires, Some(expires));
+        assert!(cache.trusted(expires, TEN).unwrap().is_none(), "when the renewal runs out");
         cache.keep(&writable(proven, None), t0()).unwrap();
-        assert!(cache.trusted(t0(), TEN).unwrap().is_none(), "a proof of unknown duration");
+        assert!(cache.trusted(t0(), TEN).unwrap().is_none(), "a proof that never expires");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Observe-only because no gate leads is not kept: the next command probes again,
+    /// and writes as soon as a gate leads again.
+    #[test]
+    fn an_observe_only_preflight_for_an_unproven_gate_is_not_kept() {
+        let dir = dir("gate-down");
+        let cache = Cache::of(Some(&dir), &identity("https://a:6443", "a"), &settings("ns"));
+        let cache = cache.unwrap();
+        cache.keep(&writable(facts(), None), t0()).unwrap();
+        let gate_down = PreflightFacts {
+            mode: Mode::Kueue,
+            may_update_workloads: true,
+            readmission_gate: Err("the gate controller's Lease (held by gate-0) expired".into()),
+            ..facts()
+        };
+        let preflight = writable(gate_down, None);
+        assert!(
+            matches!(preflight.access, Writability::ObserveOnly { .. }),
+            "{:?}",
+            preflight.access
+        );
+        cache.keep(&preflight, t0()).unwrap();
+        assert!(cache.trusted(t0(), TEN).unwrap().is_none(), "and what was kept is gone");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -101,19 +101,25 @@ pub fn lease_duration(lease: &Value) -> Option<jiff::SignedDuration> {
     (seconds > 0).then(|| jiff::SignedDuration::from_secs(seconds))
 }
 
+/// When the Lease's last renewal runs out, `renewTime + leaseDurationSeconds`: past
+/// it, a proof that the Lease was fresh says nothing (the holder may be gone). `None`
+/// when either is absent or not valid.
+pub fn lease_expires(lease: &Value) -> Option<Timestamp> {
+    let renewed = text(lease, "/spec/renewTime").and_then(|t| t.parse::<Timestamp>().ok())?;
+    Some(renewed.checked_add(lease_duration(lease)?).unwrap_or(renewed))
+}
+
 /// The Lease has a holder, and `renewTime + leaseDurationSeconds` is not before `now`.
 pub(crate) fn lease_is_fresh(lease: &Value, now: Timestamp) -> Result<(), String> {
     let holder = text(lease, "/spec/holderIdentity").unwrap_or("");
     if holder.is_empty() {
         return Err("the gate controller's Lease has no holder".to_owned());
     }
-    let renewed = text(lease, "/spec/renewTime").and_then(|t| t.parse::<Timestamp>().ok());
-    let (Some(renewed), Some(duration)) = (renewed, lease_duration(lease)) else {
+    let Some(expires) = lease_expires(lease) else {
         return Err(format!(
             "the gate controller's Lease (held by {holder}) has no renewTime or leaseDurationSeconds"
         ));
     };
-    let expires = renewed.checked_add(duration).unwrap_or(renewed);
     if expires < now {
         return Err(format!("the gate controller's Lease (held by {holder}) expired at {expires}"));
     }
@@ -290,6 +296,8 @@ mod tests {
         let err = prove(&[Some(&g[0]), Some(&g[1]), Some(&g[2]), Some(&stale)]).unwrap_err();
         assert!(err.contains("expired at 2026-11-29T11:00:15Z"), "{err}");
         assert_eq!(lease_duration(&stale), Some(jiff::SignedDuration::from_secs(15)));
+        assert_eq!(lease_expires(&stale), Some("2026-11-29T11:00:15Z".parse().unwrap()));
+        assert_eq!(lease_expires(&json!({"spec": {"leaseDurationSeconds": 15}})), None);
         assert_eq!(lease_duration(&json!({"spec": {"leaseDurationSeconds": 0}})), None);
         let unheld = json!({"spec": {"leaseDurationSeconds": 15}});
         assert!(lease_is_fresh(&unheld, now()).unwrap_err().contains("no holder"));

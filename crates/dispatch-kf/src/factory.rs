@@ -15,9 +15,9 @@ use dispatch_kf_client::resources::{
 };
 use dispatch_kf_client::{Cluster, ClusterConfig, Permission};
 use dispatch_kf_model::capabilities::{self, PreflightFacts, Writability};
-use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, lease_duration, prove_gate};
+use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, lease_expires, prove_gate};
 use dispatch_kf_model::{Mode, Purpose, Settings, keys, probe_request, served};
-use jiff::SignedDuration;
+use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::evidence::Evidence;
@@ -39,10 +39,11 @@ pub struct Preflight {
     /// Permissions the adapter may use but lacks, each with what degrades without it
     /// (deleting orphaned JobSets and pods); empty when it has them all.
     pub lacking: Vec<String>,
-    /// Kueue mode with the readmission gate proven: the gate controller's Lease
-    /// duration. The proof (the Lease fresh, the AdmissionCheck Active) says nothing
-    /// once that long has passed since it was made; `None` when there is no proof.
-    pub gate_lease: Option<SignedDuration>,
+    /// Kueue mode with the readmission gate proven: when the gate controller's last
+    /// renewal of its Lease runs out (`renewTime + leaseDurationSeconds`). The proof
+    /// (the Lease fresh, the AdmissionCheck Active) says nothing after that; `None` when
+    /// there is no proof.
+    pub gate_proof_expires: Option<Timestamp>,
 }
 
 /// The group-versions the adapter needs, by mode.
@@ -215,8 +216,8 @@ struct Learned {
     nodes_readable: bool,
     /// The permissions the adapter lacks and works without, each with what it loses.
     lacking: Vec<String>,
-    /// The Lease duration of a proven readmission gate.
-    gate_lease: Option<SignedDuration>,
+    /// When the proof of a proven readmission gate runs out.
+    gate_proof_expires: Option<Timestamp>,
 }
 
 impl Learned {
@@ -244,7 +245,7 @@ impl Learned {
             }
             (not_granted(cluster, cx, ns, write_permissions()).await?, lacking)
         };
-        let (readmission_gate, gate_lease) = match settings.mode {
+        let (readmission_gate, gate_proof_expires) = match settings.mode {
             Mode::Kueue => prove_readmission_gate(cluster, settings, cx).await?,
             Mode::Plain => (Err("not in Kueue mode".to_owned()), None),
         };
@@ -258,7 +259,7 @@ impl Learned {
             probe_started: Ok(()),
             missing_writes,
         };
-        Ok(Learned { facts, nodes_readable, lacking, gate_lease })
+        Ok(Learned { facts, nodes_readable, lacking, gate_proof_expires })
     }
 
     /// The Backend these facts make.
@@ -268,8 +269,12 @@ impl Learned {
         settings: Settings,
         cluster: Cluster,
     ) -> KubeflowBackend {
-        let preflight =
-            Preflight::of(facts, self.nodes_readable, self.lacking.clone(), self.gate_lease);
+        let preflight = Preflight::of(
+            facts,
+            self.nodes_readable,
+            self.lacking.clone(),
+            self.gate_proof_expires,
+        );
         KubeflowBackend::made(settings, cluster, preflight)
     }
 }
@@ -281,12 +286,12 @@ impl Preflight {
         facts: PreflightFacts,
         nodes_readable: bool,
         lacking: Vec<String>,
-        gate_lease: Option<SignedDuration>,
+        gate_proof_expires: Option<Timestamp>,
     ) -> Preflight {
         Preflight {
             access: capabilities::access(&facts),
             capabilities: capabilities::answers(&facts, None),
-            gate_lease: gate_lease.filter(|_| facts.readmission_gate.is_ok()),
+            gate_proof_expires: gate_proof_expires.filter(|_| facts.readmission_gate.is_ok()),
             facts,
             nodes_readable,
             lacking,
@@ -460,12 +465,13 @@ pub(crate) async fn read_queues(
 }
 
 /// Reads the LocalQueue, its ClusterQueue, the AdmissionCheck and the Lease, and
-/// proves the readmission gate from them; with the proof, the Lease's duration.
+/// proves the readmission gate from them; with the proof, when the Lease's last
+/// renewal runs out.
 async fn prove_readmission_gate(
     cluster: &Cluster,
     settings: &Settings,
     cx: &CallContext,
-) -> Result<(Result<(), String>, Option<SignedDuration>)> {
+) -> Result<(Result<(), String>, Option<Timestamp>)> {
     let Some(kueue) = &settings.kueue else {
         return Ok((Err("kueue settings are missing".to_owned()), None));
     };
@@ -482,8 +488,8 @@ async fn prove_readmission_gate(
         lease: lease.as_ref(),
     };
     let proof = prove_gate(&objects, &kueue.queue, &kueue.admission_check, edge::now());
-    let duration = lease.as_ref().and_then(lease_duration).filter(|_| proof.is_ok());
-    Ok((proof, duration))
+    let expires = lease.as_ref().and_then(lease_expires).filter(|_| proof.is_ok());
+    Ok((proof, expires))
 }
 
 #[cfg(test)]

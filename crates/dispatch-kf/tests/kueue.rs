@@ -43,7 +43,7 @@ async fn without_a_proven_gate_kueue_mode_is_observe_only_naming_what_is_missing
         panic!("{:?}", b.preflight().access)
     };
     assert!(missing.contains("LocalQueue team-a does not exist"), "{missing}");
-    assert_eq!(b.preflight().gate_lease, None, "no proof, no duration");
+    assert_eq!(b.preflight().gate_proof_expires, None, "no proof, no expiry");
     let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
     assert_eq!(err.kind(), Kind::Unsupported, "Start on an observe-only adapter");
     assert!(err.message().contains("observe-only"), "{}", err.message());
@@ -79,8 +79,14 @@ async fn with_the_gate_proven_start_waits_for_a_gated_workload_and_holds_go_on_i
         "{:?}",
         b.preflight().capabilities[&Capability::ReadmissionGate]
     );
-    let lease = Some(jiff::SignedDuration::from_secs(3600));
-    assert_eq!(b.preflight().gate_lease, lease, "the proof holds as long as the Lease");
+    let lease = sim.get("leases", "dispatch-system", "dispatch-readmission-gate").unwrap();
+    let renewed: jiff::Timestamp = lease["spec"]["renewTime"].as_str().unwrap().parse().unwrap();
+    let expires = renewed + jiff::SignedDuration::from_secs(3600);
+    assert_eq!(
+        b.preflight().gate_proof_expires,
+        Some(expires),
+        "the proof holds until the Lease's last renewal runs out"
+    );
     let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
     let tj = sim.get("trainjobs", NS, &object.name).unwrap();
     assert_eq!(tj["metadata"]["annotations"][keys::KUEUE_ADMISSION_GATED_BY], keys::START_GATE);
