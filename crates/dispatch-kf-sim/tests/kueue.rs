@@ -102,6 +102,35 @@ async fn removing_the_gate_reserves_quota_and_a_ready_check_admits_and_resumes()
     );
 }
 
+/// Kueue's "handle job is finished": a failed TrainJob's Workload is `Finished`, and
+/// from then on Kueue leaves the TrainJob alone, even after the Trainer clears its
+/// `Failed` (its JobSet gone) and someone suspends it.
+#[tokio::test]
+async fn a_failed_trainjobs_workload_is_finished_and_kueue_leaves_the_trainjob_alone() {
+    let sim = kueue_cluster(16).await;
+    let api = trainjobs(&client(&sim).await);
+    api.create(&PostParams::default(), &queued("job", None)).await.unwrap();
+    set_check(&sim, "Ready").await;
+    let pod = sim.list("pods", "default").pop().unwrap();
+    sim.exit("default", pod["metadata"]["name"].as_str().unwrap(), 1);
+    let wl = workload(&sim);
+    let finished = cond(&wl, "Finished").expect("Finished");
+    assert_eq!(
+        (finished["status"].as_str(), finished["reason"].as_str()),
+        (Some("True"), Some("Failed"))
+    );
+    let suspend = Patch::Merge(json!({"spec": {"suspend": true}}));
+    api.patch("job", &PatchParams::default(), &suspend).await.unwrap();
+    let jobsets: Api<DynamicObject> =
+        Api::namespaced_with(client(&sim).await, "default", &jobsets_ar());
+    jobsets.delete("job", &kube::api::DeleteParams::background()).await.unwrap();
+    sim.settle();
+    let tj = sim.get("trainjobs", "default", "job").unwrap();
+    assert!(cond(&tj, "Failed").is_none(), "the Trainer cleared Failed: {tj:#}");
+    assert_eq!(tj["spec"]["suspend"], true, "Kueue did not resume it");
+    assert_eq!(workload(&sim), wl, "Kueue did not touch the finished Workload");
+}
+
 #[tokio::test]
 async fn deactivating_or_a_retry_evicts_and_suspends_the_trainjob() {
     let sim = kueue_cluster(16).await;

@@ -430,63 +430,79 @@ async fn a_lost_node_is_node_lost_and_ceased_only_once_out_of_service() {
 /// how the execution ended.
 #[tokio::test]
 async fn a_failed_job_whose_jobset_is_deleted_runs_no_more_and_stays_ended() {
-    use kube::api::DeleteParams;
     let job = job(16);
     let w = BackendOnTarget::for_job(&job).await;
-    let watched = w.watch(&job);
-    let request = request_on(&job, Program::Fail, Runtime::CleaningUp);
-    let object = w.backend.start(&patient_cx(), &request).await.unwrap();
-    let copy = w.objects(Kind::TrainingRuntime).get(&object.name).await.expect("the runtime copy");
-    assert_eq!(copy.data.pointer("/spec/template/spec/ttlSecondsAfterFinished"), None);
-    w.backend.open(&patient_cx(), &object).await.unwrap();
-    let ended = w.until_watched(&watched, "the job ended", |o| o.state == ObjectState::Ended).await;
-    assert_eq!((ended.cause.kind, ended.cause.exit_code), (CauseKind::NonZeroExit, Some(1)));
-    let train_job = w.train_job(&object.name).await;
-    assert_eq!(train_job.data["spec"]["suspend"], true, "the gate closed again at the end");
-    assert!(train_job.metadata.annotations.unwrap().contains_key(keys::ANN_ENDED));
+    w.failed_job_whose_jobset_is_deleted(&job).await;
+}
 
-    let old = w.objects(Kind::JobSet).get(&object.name).await.expect("the failed JobSet");
-    assert_eq!(old.data.pointer("/spec/ttlSecondsAfterFinished"), None);
-    let old_uid = old.metadata.uid.unwrap();
-    w.objects(Kind::JobSet)
-        .delete(&object.name, &DeleteParams::background())
-        .await
-        .expect("delete the failed JobSet by hand");
-    // The Trainer makes the JobSet again, suspended, and JobSet makes its Jobs suspended:
-    // nothing of it runs.
-    w.target
-        .until("the JobSet made again, its Jobs suspended", async || {
-            let again =
-                w.objects(Kind::JobSet).get(&object.name).await.map_err(|e| e.to_string())?;
-            if again.metadata.uid.as_deref() == Some(old_uid.as_str()) {
-                return Err("the old JobSet is still there".into());
-            }
-            let of_jobset = format!("{}={}", keys::JOBSET_NAME, object.name);
-            let jobs = w
-                .objects(Kind::Job)
-                .list(&kube::api::ListParams::default().labels(&of_jobset))
-                .await
-                .map_err(|e| e.to_string())?
-                .items;
-            let suspended = |j: &kube::api::DynamicObject| j.data["spec"]["suspend"] == true;
-            match (again.data["spec"]["suspend"] == true, jobs.len()) {
-                (true, 1..) if jobs.iter().all(suspended) => Ok(()),
-                _ => Err(format!("JobSet {:?}, Jobs {:?}", again.data["spec"], jobs.len())),
-            }
-        })
-        .await;
-    w.until_pods_run(&job, &object.name, 0).await;
-    let after = w
-        .until_found(&job, "the job still ended, as recorded", |o| {
-            o.state == ObjectState::Ended && o.cause.detail.contains("as dispatch recorded it")
-        })
-        .await;
-    assert_eq!(
-        (after.cause.kind, after.cause.exit_code, after.execution),
-        (ended.cause.kind, ended.cause.exit_code, ended.execution),
-        "{after:#?}"
-    );
-    w.stop_leaves_nothing(&job).await;
+/// The same in Kueue mode, where the Workload is finished and Kueue does not suspend
+/// the TrainJob again when the Trainer clears its `Failed`.
+#[tokio::test]
+async fn a_failed_kueue_job_whose_jobset_is_deleted_runs_no_more_and_stays_ended() {
+    let job = job(17);
+    let Some(w) = BackendOnTarget::for_kueue_job(&job).await else { return };
+    w.failed_job_whose_jobset_is_deleted(&job).await;
+}
+
+impl BackendOnTarget {
+    /// Runs `job` to failure on [`Runtime::CleaningUp`], deletes its failed JobSet by
+    /// hand, and proves nothing of it runs again and Find still says how it ended.
+    async fn failed_job_whose_jobset_is_deleted(&self, job: &JobId) {
+        use kube::api::{DeleteParams, DynamicObject, ListParams};
+        let w = self;
+        let watched = w.watch(job);
+        let request = request_on(job, Program::Fail, Runtime::CleaningUp);
+        let object = w.backend.start(&patient_cx(), &request).await.unwrap();
+        let copy = w.objects(Kind::TrainingRuntime).get(&object.name).await.expect("the copy");
+        assert_eq!(copy.data.pointer("/spec/template/spec/ttlSecondsAfterFinished"), None);
+        w.backend.open(&patient_cx(), &object).await.unwrap();
+        let ended =
+            w.until_watched(&watched, "the job ended", |o| o.state == ObjectState::Ended).await;
+        assert_eq!((ended.cause.kind, ended.cause.exit_code), (CauseKind::NonZeroExit, Some(1)));
+        let train_job = w.train_job(&object.name).await;
+        assert_eq!(train_job.data["spec"]["suspend"], true, "the gate closed again at the end");
+        assert!(train_job.metadata.annotations.unwrap().contains_key(keys::ANN_ENDED));
+
+        let old = w.objects(Kind::JobSet).get(&object.name).await.expect("the failed JobSet");
+        assert_eq!(old.data.pointer("/spec/ttlSecondsAfterFinished"), None);
+        let old_uid = old.metadata.uid.unwrap();
+        w.objects(Kind::JobSet)
+            .delete(&object.name, &DeleteParams::background())
+            .await
+            .expect("delete the failed JobSet by hand");
+        // The Trainer makes the JobSet again, suspended, and JobSet makes its Jobs
+        // suspended: nothing of it runs.
+        let of_jobset =
+            ListParams::default().labels(&format!("{}={}", keys::JOBSET_NAME, object.name));
+        w.target
+            .until("the JobSet made again, its Jobs suspended", async || {
+                let again =
+                    w.objects(Kind::JobSet).get(&object.name).await.map_err(|e| e.to_string())?;
+                if again.metadata.uid.as_deref() == Some(old_uid.as_str()) {
+                    return Err("the old JobSet is still there".into());
+                }
+                let jobs =
+                    w.objects(Kind::Job).list(&of_jobset).await.map_err(|e| e.to_string())?.items;
+                let suspended = |j: &DynamicObject| j.data["spec"]["suspend"] == true;
+                match (again.data["spec"]["suspend"] == true, jobs.len()) {
+                    (true, 1..) if jobs.iter().all(suspended) => Ok(()),
+                    _ => Err(format!("JobSet {:?}, Jobs {:?}", again.data["spec"], jobs.len())),
+                }
+            })
+            .await;
+        w.until_pods_run(job, &object.name, 0).await;
+        let after = w
+            .until_found(job, "the job still ended, as recorded", |o| {
+                o.state == ObjectState::Ended && o.cause.detail.contains("as dispatch recorded it")
+            })
+            .await;
+        assert_eq!(
+            (after.cause.kind, after.cause.exit_code, after.execution),
+            (ended.cause.kind, ended.cause.exit_code, ended.execution),
+            "{after:#?}"
+        );
+        w.stop_leaves_nothing(job).await;
+    }
 }
 
 /// A TrainJob a Kubeflow user made, not dispatch, is explained like dispatch's own:

@@ -9,7 +9,12 @@
 //! applied through the `kueue.x-k8s.io/manager` runtime patch), eviction when
 //! `spec.active` turns false (`Deactivated`) or a check asks for a retry
 //! (`AdmissionCheck`; queued again after the check's `requeueAfterSeconds`, checks
-//! reset to Pending then), and the TrainJob suspended or resumed to match.
+//! reset to Pending then), and the TrainJob suspended or resumed to match. Once the
+//! TrainJob is `Complete` or `Failed` its Workload is `Finished` (reason `Succeeded` or
+//! `Failed`, the condition's message), counts against no quota, and Kueue touches
+//! neither again, even when the Trainer clears the TrainJob's `Failed` later
+//! (`ReconcileGenericJob`, steps "handle job is finished" and the finished Workload's
+//! early return).
 
 use serde_json::{Value, json};
 
@@ -97,6 +102,13 @@ fn ensure_workload(state: &mut State, tj: &Value) {
             });
             state.insert(id("workloads"), wl, MANAGER);
         }
+        Some((_, wl)) if is_true(&wl, "Finished") => {}
+        Some((key, mut wl)) if finished(tj).is_some() => {
+            let (reason, message) = finished(tj).unwrap_or_default();
+            let now = state.now_str();
+            set_condition(&mut wl, "Finished", "True", reason, &message, &now);
+            registry::write(state, &key, wl, MANAGER);
+        }
         Some((key, mut wl)) => {
             let active = wl.pointer("/spec/active").and_then(Value::as_bool).unwrap_or(true);
             if active && annotation(&wl, GATED_BY).map(str::to_string) != gate {
@@ -112,6 +124,16 @@ fn ensure_workload(state: &mut State, tj: &Value) {
             }
         }
     }
+}
+
+/// `Finished()` of Kueue's TrainJob integration: the Workload's `Finished` reason and
+/// message when the TrainJob is `Complete` or `Failed`.
+fn finished(tj: &Value) -> Option<(&'static str, String)> {
+    [("Complete", "Succeeded"), ("Failed", "Failed")].into_iter().find_map(|(typ, reason)| {
+        condition(tj, typ)
+            .filter(|c| c["status"] == "True")
+            .map(|c| (reason, str_at(c, "/message").to_owned()))
+    })
 }
 
 /// Kueue preempts `wl` for a higher-priority Workload of its ClusterQueue: a placeholder
@@ -236,6 +258,9 @@ fn retry_delay(wl: &Value) -> i64 {
 }
 
 fn reconcile(state: &mut State, key: &Key, mut wl: Value) {
+    if is_true(&wl, "Finished") {
+        return;
+    }
     let now = state.now_str();
     let active = wl.pointer("/spec/active").and_then(Value::as_bool).unwrap_or(true);
     sync_checks(state, &mut wl, &now);
@@ -374,6 +399,7 @@ fn gpus_reserved_in(state: &State, cq_name: &str) -> i64 {
         .into_iter()
         .filter(|(_, w)| {
             is_true(w, "QuotaReserved")
+                && !is_true(w, "Finished")
                 && w.pointer("/status/admission/clusterQueue").and_then(Value::as_str)
                     == Some(cq_name)
         })
@@ -454,7 +480,8 @@ fn sync_job(state: &mut State, wl: &Value) {
     let Some(owner) = wl.pointer("/metadata/ownerReferences/0") else { return };
     let key = Key::new(id("trainjobs"), str_at(wl, "/metadata/namespace"), str_at(owner, "/name"));
     let Some(mut tj) = state.store.get(&key).cloned() else { return };
-    if tj["metadata"]["uid"] != owner["uid"] || is_true(&tj, "Complete") || is_true(&tj, "Failed") {
+    let done = is_true(&tj, "Complete") || is_true(&tj, "Failed") || is_true(wl, "Finished");
+    if tj["metadata"]["uid"] != owner["uid"] || done {
         return;
     }
     let admitted = is_true(wl, "Admitted");
