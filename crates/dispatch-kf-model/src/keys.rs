@@ -61,6 +61,9 @@ pub const KUEUE_JOB_UID: &str = "kueue.x-k8s.io/job-uid";
 
 /// JobSet label on its pods: the JobSet's name.
 pub const JOBSET_NAME: &str = "jobset.sigs.k8s.io/jobset-name";
+/// JobSet label on its pods: the UID of the JobSet that made them (which tells two
+/// instances of one name apart).
+pub const JOBSET_UID: &str = "jobset.sigs.k8s.io/jobset-uid";
 /// JobSet label on its pods: the restart attempt J.
 pub const JOBSET_RESTART_ATTEMPT: &str = "jobset.sigs.k8s.io/restart-attempt";
 /// JobSet label on its pods: the index of the Job within its replicated job.
@@ -144,10 +147,11 @@ pub(crate) const PROBE_IMAGE: &str = "dispatch.invalid/never:probe";
 /// execution in `ranks`, and the mode of a TrainJob read without settings in
 /// `Mode::of_train_job`): the dump reader keeps no others (`lenient::StrMap`), so an
 /// object's other labels cost nothing.
-pub(crate) const READ_BY_CLASSIFICATION: [&str; 12] = [
+pub(crate) const READ_BY_CLASSIFICATION: [&str; 13] = [
     LABEL_JOB_ID,
     LABEL_SUBMISSION,
     JOBSET_NAME,
+    JOBSET_UID,
     JOBSET_RESTART_ATTEMPT,
     JOBSET_JOB_INDEX,
     JOB_COMPLETION_INDEX,

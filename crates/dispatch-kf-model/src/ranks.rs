@@ -9,20 +9,26 @@
 use dispatch_core::NodeState;
 
 use crate::classify::execution;
+use crate::classify::instance::Instance;
 use crate::keys;
 use crate::snapshot::Snapshot;
 use crate::view::{Node, Pod, condition};
 
-/// The pods of the JobSet named `train_job` (the TrainJob's name), live then captured.
+/// The pods of the JobSet named `train_job` (the TrainJob's name), live then captured,
+/// of the TrainJob's instance only (`classify::instance`): pods another TrainJob of
+/// that name left are not its.
 fn pods_of<'a, 'n>(
     snapshot: &'a Snapshot,
     train_job: &'n str,
 ) -> impl Iterator<Item = &'a Pod> + use<'a, 'n> {
+    let job_set = snapshot.job_sets.iter().find(|js| js.meta.name() == train_job);
+    let live = snapshot.train_jobs.iter().find(|tj| tj.meta.name() == train_job);
+    let instance = Instance::of(job_set, live.map(|tj| tj.meta.uid()));
     snapshot
         .pods
         .iter()
         .chain(&snapshot.captured_pods)
-        .filter(move |p| p.meta.label(keys::JOBSET_NAME) == Some(train_job))
+        .filter(move |p| p.meta.label(keys::JOBSET_NAME) == Some(train_job) && instance.has(p))
 }
 
 /// The pods of the TrainJob's current (or last) execution, live and captured.
@@ -139,6 +145,43 @@ mod tests {
         );
         assert_eq!(rank_zero(&s, "tj").map(|p| p.meta.name()), None);
         assert_eq!(nodes_of(&current_execution(&s, "tj")), ["n9"]);
+    }
+
+    /// A TrainJob started again under its name after Stop and StopJob: what the first
+    /// instance left (a captured restart with a higher R on n1, a rank stuck on n1) is
+    /// not the second's, whose execution runs on n2.
+    #[test]
+    fn the_pods_an_earlier_instance_of_the_name_left_are_not_the_current_execution() {
+        let of = |mut p: serde_json::Value, js: &str| {
+            p["metadata"]["labels"][keys::JOBSET_UID] = json!(js);
+            p
+        };
+        let train_job = json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "tj", "uid": "tj-2"}});
+        let job_set = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "tj", "uid": "js-2",
+                         "ownerReferences": [{"uid": "tj-2", "controller": true}]}});
+        let s = snapshot(
+            vec![
+                train_job.clone(),
+                job_set,
+                of(pod("old-0", "1", "1", "0", "n1"), "js-1"),
+                of(pod("new-0", "1", "0", "0", "n2"), "js-2"),
+            ],
+            vec![of(pod("old-1", "1", "1", "1", "n1"), "js-1")],
+        );
+        assert_eq!(nodes_of(&current_execution(&s, "tj")), ["n2"]);
+        assert_eq!(rank_zero(&s, "tj").map(|p| p.meta.name()), Some("new-0"));
+        // While the earlier instance's JobSet is still there, no labelled pod is the
+        // new TrainJob's.
+        let old_job_set = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "tj", "uid": "js-1",
+                         "ownerReferences": [{"uid": "tj-1", "controller": true}]}});
+        let s = snapshot(
+            vec![train_job, old_job_set, of(pod("old-0", "1", "1", "0", "n1"), "js-1")],
+            vec![],
+        );
+        assert!(current_execution(&s, "tj").is_empty());
     }
 
     #[test]

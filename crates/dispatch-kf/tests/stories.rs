@@ -269,3 +269,55 @@ async fn pods_deleted_while_nobody_watched_leave_no_evidence() {
     );
     assert!(gone.cause.detail.ends_with("no pod evidence was captured"), "{}", gone.cause.detail);
 }
+
+/// One name, two instances: the first restarts once (execution 1+1) with a Watch open,
+/// is stopped and its Nodes deleted; the same submission started again runs on other
+/// Nodes as 1+0. The evidence the Watch kept of the first instance has the higher R, but
+/// is not the second's: Ceased of the second answers for its own Nodes.
+#[tokio::test]
+async fn ceased_of_a_name_started_again_answers_for_its_own_pods_not_an_earlier_instances() {
+    let sim = cluster().await;
+    sim.apply(restarting_runtime()).unwrap();
+    let restarting = json!({"kind": "ClusterTrainingRuntime", "name": "torch-restarting"});
+    let b = backend(&sim, settings(json!({"runtimes": [restarting.clone()]}))).await;
+    let mut req = request(&job(1), 1);
+    req.spec.extensions.insert("kubeflow/RuntimeRef".into(), restarting);
+    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    let first = b.start(&cx(), &req).await.unwrap();
+    b.open(&hold_cx(), &first).await.unwrap();
+    sim.settle();
+    let rank1 = sim
+        .list("pods", NS)
+        .into_iter()
+        .find(|p| p["metadata"]["labels"][keys::JOB_COMPLETION_INDEX] == "1")
+        .unwrap();
+    assert!(sim.exit(NS, &name(&rank1), 1));
+    sim.settle();
+    sim.advance(Duration::from_secs(60));
+    until(&mut stream, |o| {
+        o.state == ObjectState::Running && o.execution.is_some_and(|e| e.restart_attempt == 1)
+    })
+    .await;
+    let old_nodes: Vec<String> =
+        b.ceased(&cx(), &first).await.unwrap().nodes.into_iter().map(|n| n.node).collect();
+    assert_eq!(old_nodes.len(), 2, "{old_nodes:?}");
+
+    b.stop(&cx(), &first).await.unwrap();
+    b.stop_job(&cx(), &job(1)).await.unwrap();
+    for node in &old_nodes {
+        assert!(sim.delete_node(node), "{node}");
+    }
+    sim.settle();
+    let second = b.start(&cx(), &req).await.unwrap();
+    assert_ne!(second.uid, first.uid);
+    b.open(&hold_cx(), &second).await.unwrap();
+    sim.settle();
+    let running =
+        until(&mut stream, |o| o.object.uid == second.uid && o.state == ObjectState::Running).await;
+    let execution = running.execution.unwrap();
+    assert_eq!((execution.admission, execution.restart_attempt), (1, 0), "{running:#?}");
+    let cessation = b.ceased(&cx(), &second).await.unwrap();
+    assert!(!cessation.ceased, "{cessation:#?}");
+    assert_eq!(cessation.nodes.len(), 2, "{cessation:#?}");
+    assert!(cessation.nodes.iter().all(|n| !old_nodes.contains(&n.node)), "{cessation:#?}");
+}

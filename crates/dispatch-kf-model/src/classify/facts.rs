@@ -8,6 +8,7 @@ use dispatch_core::{Execution, JobId};
 use super::ClassifyOptions;
 use super::execution;
 use super::index::{Index, Map, PodRef};
+use super::instance::Instance;
 use super::node_loss::NodeLoss;
 use crate::ended::EndRecord;
 use crate::keys;
@@ -57,7 +58,10 @@ impl<'a, S: Str> Facts<'a, S> {
             Some((id, n)) => Some((id.as_str(), n.as_str())),
             None => tj.meta.label(keys::LABEL_JOB_ID).zip(tj.meta.label(keys::LABEL_SUBMISSION)),
         };
-        let pods = index.pods_of(ns, name, job);
+        // Only this instance's pods: another TrainJob of the name may have left some.
+        let instance = Instance::of(index.job_set(ns, name), Some(tj.meta.uid()));
+        let mut pods = index.pods_of(ns, name, job);
+        pods.retain(|p| instance.has(p.pod));
         // With no pod left to say (the JobSet of a failed TrainJob gone), the execution
         // dispatch recorded when it ended (`ended.rs`).
         let execution = execution::current(pods.iter().filter_map(|p| p.exec)).or_else(|| {

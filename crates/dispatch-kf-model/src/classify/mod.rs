@@ -14,6 +14,7 @@ mod findings;
 mod foreign;
 mod index;
 mod initializer;
+pub(crate) mod instance;
 mod node_loss;
 mod node_termination;
 mod orphans;

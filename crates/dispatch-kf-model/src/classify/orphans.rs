@@ -9,7 +9,9 @@
 //! controller owner's UID is no TrainJob of its name (or, with no controller, when no
 //! TrainJob has its name). A pod is an orphan when no TrainJob has its `jobset-name` label's
 //! name, nor the name its job-id and submission labels make, nor the name its own name
-//! begins with, or when its JobSet is an orphan. Captured pods are never reported: they are gone.
+//! begins with, or when its JobSet is an orphan, or when it is not of the instance of the
+//! TrainJob of its name (`instance`: its `jobset-uid` names a JobSet that is gone).
+//! Captured pods are never reported: they are gone.
 
 use crate::lenient::Str;
 use std::borrow::Cow;
@@ -18,6 +20,7 @@ use dispatch_core::{Cause, CauseKind, Execution, ObjectKind, ObjectState};
 
 use super::execution;
 use super::index::{Index, PodRef};
+use super::instance::Instance;
 use super::situation::terminating;
 use super::text::JOIN;
 use crate::keys;
@@ -133,18 +136,18 @@ fn orphan_job_sets<S: Str>(snapshot: &Snapshot<S>, index: &Index<'_, S>) -> Vec<
 fn orphan_pods<S: Str>(index: &Index<'_, S>) -> Vec<Orphan> {
     let mut out = Vec::new();
     // A JobSet's pods stand together in a dump: once one is found live by its
-    // `jobset-name` label (a TrainJob of that name, the JobSet no orphan), the next pods
-    // of the same label are too, and are not looked up again.
-    let mut settled: Option<(&str, &str)> = None;
+    // `jobset-name` label (a TrainJob of that name, the JobSet no orphan, the pod of its
+    // instance), the next pods of the same labels are too, and are not looked up again.
+    let mut settled: Option<(&str, &str, Option<&str>)> = None;
     for p in index.pods.iter().filter(|p| !p.captured) {
         let ns = p.pod.meta.namespace();
-        let label = p.jobset;
-        if label.is_some() && settled == label.map(|label| (ns, label)) {
+        let labels = p.jobset.map(|label| (ns, label, p.pod.meta.label(keys::JOBSET_UID)));
+        if labels.is_some() && settled == labels {
             continue;
         }
         match pod_owner(index, p) {
             PodOwner::NotDispatchs | PodOwner::Live { by_label: false } => {}
-            PodOwner::Live { by_label: true } => settled = label.map(|label| (ns, label)),
+            PodOwner::Live { by_label: true } => settled = labels,
             PodOwner::Orphan(o) => out.push(o),
         }
     }
@@ -198,9 +201,13 @@ fn pod_owner<S: Str>(index: &Index<'_, S>, p: &PodRef<'_, S>) -> PodOwner {
         || made().is_some_and(|n| has_train_job(&n))
         || named().is_some_and(|n| has_train_job(&n));
     let js = index.job_set(ns, &jobset);
-    if live && !js.is_some_and(|js| job_set_is_orphan(index, js)) {
+    let train_job = index.train_jobs(ns, &jobset).first().map(|tj| tj.meta.uid());
+    let of_instance = !by_label || Instance::of(js, train_job).has(pod);
+    if live && of_instance && !js.is_some_and(|js| job_set_is_orphan(index, js)) {
         return PodOwner::Live { by_label };
     }
+    // A pod of another instance names a JobSet that is gone, and so no owner.
+    let js = js.filter(|_| of_instance);
     let owner = js.and_then(|js| js.meta.controller()).and_then(|o| o.uid.get());
     let state = if pod.is_terminal() { ObjectState::Ended } else { ObjectState::Running };
     let notes = terminating(pod).into_iter().collect();

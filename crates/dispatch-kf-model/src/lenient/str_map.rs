@@ -10,7 +10,7 @@ use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Vis
 use super::{FromJson, Str, Text};
 
 /// The keys a map keeps, by their place in this list.
-const KEPT: [&str; 12] = crate::keys::READ_BY_CLASSIFICATION;
+const KEPT: [&str; 13] = crate::keys::READ_BY_CLASSIFICATION;
 
 /// The place of `key` among the [`KEPT`] keys. Lengths first: most keys of a map have
 /// none of the kept lengths.

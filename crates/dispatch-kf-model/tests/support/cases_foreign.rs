@@ -76,5 +76,36 @@ pub fn all() -> Vec<(&'static str, Value)> {
     let mut rt = runtime_copy(&train_job(3));
     remove(&mut rt, "/metadata/ownerReferences");
     out.push(("orphan-runtime-copy-without-owner", list(vec![rt])));
+    out.push(("orphan-pods-of-an-earlier-instance", earlier_instance().dump()));
     out
+}
+
+const JOBSET_UID: &str = "/metadata/labels/jobset.sigs.k8s.io~1jobset-uid";
+
+/// The same submission started again after Stop and StopJob: the new instance runs
+/// execution 1+0 on gpu-node-1; the earlier one, which had restarted once (1+1, a
+/// higher R), left a rank terminating on a lost gpu-node-0 and the evidence a Watch
+/// captured. Both carry the earlier JobSet's UID, not the new one's.
+fn earlier_instance() -> Scene {
+    let mut s = Scene::running();
+    let js_uid = s.js.as_ref().unwrap()["metadata"]["uid"].clone();
+    for p in &mut s.pods {
+        set(p, JOBSET_UID, js_uid.clone());
+        set(p, "/spec/nodeName", json!("gpu-node-1"));
+    }
+    let earlier = json!(uid("jobset-of-the-earlier-instance"));
+    let mut left = pod(&s.tj, 0, 1, 1);
+    set(&mut left, JOBSET_UID, earlier.clone());
+    set(&mut left, "/spec/nodeName", json!("gpu-node-0"));
+    terminating(&mut left, "10:00:30");
+    let name = format!("{}-node-0-0-e4rl1", s.tj["metadata"]["name"].as_str().unwrap());
+    set(&mut left, "/metadata/name", json!(name));
+    set(&mut left, "/metadata/uid", json!(uid("pod-of-the-earlier-instance")));
+    s.pods.push(left);
+    let mut captured = pod(&s.tj, 1, 1, 1);
+    set(&mut captured, JOBSET_UID, earlier);
+    set(&mut captured, "/spec/nodeName", json!("gpu-node-0"));
+    terminate(&mut captured, 137, "OOMKilled", "", "10:00:20");
+    s.captured = vec![captured];
+    s
 }
