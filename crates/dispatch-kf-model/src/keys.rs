@@ -35,6 +35,11 @@ pub const ANN_GATE_ADMISSIONS: &str = "dispatch.phpboyscout.uk/gate-admissions";
 /// Annotation (Workload, written by the gate controller): the [`ANN_RELEASES`] count
 /// its last approval (or running admission) has used up.
 pub(crate) const ANN_GATE_RELEASES_SEEN: &str = "dispatch.phpboyscout.uk/gate-releases-seen";
+/// Annotation (Workload, written by the gate controller): the quota reservation its last
+/// approval was for (`readmission::reservation`), so that an approval whose check write
+/// did not land is made again for that reservation, and never for another.
+pub(crate) const ANN_GATE_APPROVED_RESERVATION: &str =
+    "dispatch.phpboyscout.uk/gate-approved-reservation";
 /// The gate controller's field manager for its server-side applies.
 pub const GATE_FIELD_MANAGER: &str = "dispatch-kf-gate";
 

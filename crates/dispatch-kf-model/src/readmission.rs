@@ -15,8 +15,11 @@
 //! (`d/gate-releases-seen`). Otherwise it asks Kueue to retry later, saying why.
 //!
 //! The counters live on the Workload, so a restarted controller decides the same. It
-//! records an approval before it writes the check, so a crash between the two leaves a
-//! Workload that waits for a Release rather than one that runs twice.
+//! records an approval, with the quota reservation it was for ([`reservation`]), before
+//! it writes the check. When the check write does not land (a conflict, a crash between
+//! the two), the check is still Pending under the same reservation, and the gate approves
+//! the same admission again; under any later reservation it waits for a Release. So a
+//! job never runs twice under one admission, and a lost write costs no Release.
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
@@ -96,6 +99,25 @@ fn last_eviction(workload: &Value) -> String {
     })
 }
 
+/// The quota reservation in force, as the gate records it: how many times Kueue has
+/// evicted the Workload (`status.schedulingStats.evictions`, every reason summed) and
+/// when its quota was reserved (`QuotaReserved`'s `lastTransitionTime`). A reservation
+/// ends only in an eviction, which Kueue counts there, so no two reservations of one
+/// Workload share both, however close in time. `None` while quota is not reserved.
+pub(crate) fn reservation(workload: &Value) -> Option<String> {
+    let conditions = workload.pointer("/status/conditions").and_then(Value::as_array)?;
+    let reserved =
+        conditions.iter().find(|c| c["type"] == "QuotaReserved" && c["status"] == "True")?;
+    let at = reserved.get("lastTransitionTime").and_then(Value::as_str).unwrap_or("");
+    let evictions = workload.pointer("/status/schedulingStats/evictions").and_then(Value::as_array);
+    let count: u64 = evictions
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.get("count").and_then(Value::as_u64))
+        .sum();
+    Some(format!("{count}@{at}"))
+}
+
 fn wait(message: impl Into<String>) -> Decision {
     Decision::Wait { message: message.into() }
 }
@@ -127,6 +149,14 @@ pub fn decide(workload: &Value, check: &str) -> Decision {
     if let Some(instance) = annotation(workload, keys::ANN_HOLD_INSTANCE) {
         return wait(format!("waiting for Release: hold {instance} is in force"));
     }
+    let Some(pod_set) = trainer_pod_set(workload) else {
+        return wait("the Workload has no trainer pod set (named node, or the only one)");
+    };
+    let recorded = annotation(workload, keys::ANN_GATE_APPROVED_RESERVATION);
+    if approved > 0 && recorded.is_some() && recorded == reservation(workload).as_deref() {
+        // This very reservation was approved and its check write did not land.
+        return Decision::Approve { admission: approved, releases: seen, pod_set };
+    }
     if approved > 0 && releases <= seen {
         return wait(format!(
             "waiting for Release: admission {approved} ended in an eviction dispatch did not \
@@ -134,9 +164,6 @@ pub fn decide(workload: &Value, check: &str) -> Decision {
             last_eviction(workload)
         ));
     }
-    let Some(pod_set) = trainer_pod_set(workload) else {
-        return wait("the Workload has no trainer pod set (named node, or the only one)");
-    };
     Decision::Approve { admission: approved + 1, releases, pod_set }
 }
 
@@ -151,6 +178,7 @@ pub fn record(workload: &Value, decision: &Decision) -> Option<Value> {
         Decision::Approve { admission, releases, .. } => json!({
             keys::ANN_GATE_ADMISSIONS: admission.to_string(),
             keys::ANN_GATE_RELEASES_SEEN: releases.to_string(),
+            keys::ANN_GATE_APPROVED_RESERVATION: reservation(workload),
         }),
         Decision::Idle | Decision::Wait { .. } => return None,
     };

@@ -4,11 +4,21 @@
 use super::*;
 
 const CHECK: &str = "dispatch-readmission";
+/// When [`workload`]'s quota was reserved.
+const RESERVED_AT: &str = "2026-11-29T10:00:00Z";
+
+/// Kueue evicts the Workload (counted in `schedulingStats`, as every eviction is) and
+/// reserves quota again at `at`, the check Pending again.
+fn evicted_and_reserved_again(wl: &mut Value, at: &str) {
+    let evictions = wl.pointer("/status/schedulingStats/evictions/0/count").and_then(Value::as_u64);
+    wl["status"]["schedulingStats"] = json!({"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": evictions.unwrap_or(0) + 1}]});
+    wl["status"]["conditions"][0]["lastTransitionTime"] = json!(at);
+}
 
 /// A Workload with the check in `state`, quota reserved or not, and these annotations.
 fn workload(state: &str, reserved: bool, annotations: Value) -> Value {
-    let mut conditions =
-        vec![json!({"type": "QuotaReserved", "status": if reserved { "True" } else { "False" }})];
+    let mut conditions = vec![json!({"type": "QuotaReserved",
+        "status": if reserved { "True" } else { "False" }, "lastTransitionTime": RESERVED_AT})];
     if state == "Ready" && reserved {
         conditions.push(json!({"type": "Admitted", "status": "True"}));
     }
@@ -127,7 +137,8 @@ fn an_approval_is_recorded_then_applied_as_the_gate_s_own_entry() {
     assert_eq!(
         recorded,
         json!({"metadata": {"resourceVersion": "7", "annotations": {
-            keys::ANN_GATE_ADMISSIONS: "1", keys::ANN_GATE_RELEASES_SEEN: "0"}}})
+            keys::ANN_GATE_ADMISSIONS: "1", keys::ANN_GATE_RELEASES_SEEN: "0",
+            keys::ANN_GATE_APPROVED_RESERVATION: format!("0@{RESERVED_AT}")}}})
     );
     let applied =
         check_apply(&wl, CHECK, &decision, "2026-11-29T12:00:00Z".parse().unwrap()).unwrap();
@@ -180,13 +191,35 @@ fn the_admission_story_counts_one_two() {
     assert_eq!(first, approve(1, 0));
     apply_record(&mut wl, &first);
     // Kueue preempts; the check is Pending again when quota comes back.
+    evicted_and_reserved_again(&mut wl, "2026-11-29T10:05:00Z");
     assert!(waits_for(&decide(&wl, CHECK), "waiting for Release"));
     // Hold then Release (the adapter counts it).
     wl["metadata"]["annotations"][keys::ANN_RELEASES] = json!("1");
     let second = decide(&wl, CHECK);
     assert_eq!(second, approve(2, 1));
     apply_record(&mut wl, &second);
+    evicted_and_reserved_again(&mut wl, "2026-11-29T10:09:00Z");
     assert!(waits_for(&decide(&wl, CHECK), "admission 2"), "then waits again after eviction");
+}
+
+/// The counters were written, the check write was not (a conflict, a crash between
+/// the two): under the same reservation the same admission is approved again, under
+/// any later one, even in the same second, the gate waits for a Release.
+#[test]
+fn an_approval_whose_check_write_did_not_land_is_made_again_for_that_reservation_only() {
+    let mut wl = workload("Pending", true, json!({}));
+    let first = decide(&wl, CHECK);
+    for (k, v) in record(&wl, &first).unwrap()["metadata"]["annotations"].as_object().unwrap() {
+        wl["metadata"]["annotations"][k] = v.clone();
+    }
+    assert_eq!(decide(&wl, CHECK), approve(1, 0), "the same admission, not 2, not a wait");
+    assert_eq!(
+        record(&wl, &decide(&wl, CHECK)).unwrap()["metadata"]["annotations"],
+        record(&workload("Pending", true, json!({})), &first).unwrap()["metadata"]["annotations"],
+        "recording it again changes nothing"
+    );
+    evicted_and_reserved_again(&mut wl, RESERVED_AT);
+    assert!(waits_for(&decide(&wl, CHECK), "waiting for Release: admission 1"));
 }
 
 #[test]

@@ -203,8 +203,11 @@ fn release(wl: &mut Value, reason: &str, message: &str, now: &str) {
     reset_checks(wl);
 }
 
-/// Evicts: the quota is released and the Workload is no longer admitted.
+/// Evicts: the quota is released and the Workload is no longer admitted. Each eviction
+/// is counted by reason in `status.schedulingStats.evictions`, as Kueue's `Evict` does
+/// (`workloadEvictionStateInc`).
 fn evict(wl: &mut Value, reason: &str, message: &str, now: &str) {
+    count_eviction(wl, reason);
     set_condition(wl, "Evicted", "True", reason, message, now);
     set_condition(wl, "QuotaReserved", "False", "Pending", message, now);
     // Kueue's words when admission checks are listed and not all Ready (`workload.go`,
@@ -224,6 +227,17 @@ fn evict(wl: &mut Value, reason: &str, message: &str, now: &str) {
     set_condition(wl, "Admitted", "False", reason, words, now);
     if let Some(s) = wl["status"].as_object_mut() {
         s.remove("admission");
+    }
+}
+
+fn count_eviction(wl: &mut Value, reason: &str) {
+    if !wl["status"]["schedulingStats"]["evictions"].is_array() {
+        wl["status"]["schedulingStats"]["evictions"] = json!([]);
+    }
+    let Some(list) = wl["status"]["schedulingStats"]["evictions"].as_array_mut() else { return };
+    match list.iter_mut().find(|e| e["reason"] == reason && e["underlyingCause"] == "") {
+        Some(e) => e["count"] = json!(e["count"].as_u64().unwrap_or(0) + 1),
+        None => list.push(json!({"reason": reason, "underlyingCause": "", "count": 1})),
     }
 }
 
