@@ -186,6 +186,18 @@ fn restarting_runtime() -> Value {
     runtime
 }
 
+/// Rank 1 exits 1, and the JobSet of [`restarting_runtime`] recreates its Jobs.
+fn rank_one_fails_and_the_jobset_restarts(sim: &Sim) {
+    let rank1 = sim
+        .list("pods", NS)
+        .into_iter()
+        .find(|p| p["metadata"]["labels"][keys::JOB_COMPLETION_INDEX] == "1")
+        .unwrap();
+    assert!(sim.exit(NS, &name(&rank1), 1));
+    sim.settle();
+    sim.advance(Duration::from_secs(60));
+}
+
 #[tokio::test]
 async fn a_jobset_restart_is_a_new_execution_with_j_raised() {
     let sim = cluster().await;
@@ -207,14 +219,7 @@ async fn a_jobset_restart_is_a_new_execution_with_j_raised() {
     sim.settle();
     let first = b.inspect(&cx(), &object).await.unwrap().execution.unwrap();
     assert_eq!((first.admission, first.restart_attempt), (1, 0));
-    let rank1 = sim
-        .list("pods", NS)
-        .into_iter()
-        .find(|p| p["metadata"]["labels"][keys::JOB_COMPLETION_INDEX] == "1")
-        .unwrap();
-    assert!(sim.exit(NS, &name(&rank1), 1));
-    sim.settle();
-    sim.advance(Duration::from_secs(60));
+    rank_one_fails_and_the_jobset_restarts(&sim);
     let after = b.inspect(&cx(), &object).await.unwrap();
     let second = after.execution.unwrap();
     assert_eq!((second.admission, second.restart_attempt, second.index), (1, 1, 2), "{after:#?}");
@@ -286,14 +291,7 @@ async fn ceased_of_a_name_started_again_answers_for_its_own_pods_not_an_earlier_
     let first = b.start(&cx(), &req).await.unwrap();
     b.open(&hold_cx(), &first).await.unwrap();
     sim.settle();
-    let rank1 = sim
-        .list("pods", NS)
-        .into_iter()
-        .find(|p| p["metadata"]["labels"][keys::JOB_COMPLETION_INDEX] == "1")
-        .unwrap();
-    assert!(sim.exit(NS, &name(&rank1), 1));
-    sim.settle();
-    sim.advance(Duration::from_secs(60));
+    rank_one_fails_and_the_jobset_restarts(&sim);
     until(&mut stream, |o| {
         o.state == ObjectState::Running && o.execution.is_some_and(|e| e.restart_attempt == 1)
     })
