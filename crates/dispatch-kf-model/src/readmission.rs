@@ -15,7 +15,7 @@
 //! (`d/gate-releases-seen`). Otherwise it asks Kueue to retry later, saying why.
 //!
 //! The counters live on the Workload, so a restarted controller decides the same. It
-//! records an approval, with the quota reservation it was for ([`reservation`]), before
+//! records an approval, with the quota reservation it was for (`reservation`), before
 //! it writes the check. When the check write does not land (a conflict, a crash between
 //! the two), the check is still Pending under the same reservation, and the gate approves
 //! the same admission again; under any later reservation it waits for a Release. So a
