@@ -261,12 +261,12 @@ pub fn release_plain(
         Some(k) if k != instance => return Err(stale(instance, k)),
         Some(_) => {}
     }
-    let count = admission(train_job);
     if annotation(train_job, keys::ANN_ENDED).is_some() {
         return Err(Error::rejected(
             "the TrainJob has run and ended: a Release would run it again under the identity of the execution that ended; start the next submission instead",
         ));
     }
+    let count = admission(train_job);
     if count >= 1 {
         if !situation.pods_remaining.is_empty() {
             return Err(pods_remain("release", &situation.pods_remaining));

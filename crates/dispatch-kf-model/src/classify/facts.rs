@@ -34,6 +34,8 @@ pub(crate) struct Facts<'a, S> {
     pub(crate) pods: Vec<PodRef<'a, S>>,
     /// Its current execution.
     pub(crate) execution: Option<Execution>,
+    /// dispatch's end record, when the TrainJob carries a valid one (`ended.rs`).
+    pub(crate) end_record: Option<EndRecord>,
     /// The raw `d/hold-instance` of the held object, when present.
     pub(crate) hold_text: Option<&'a str>,
     /// The hold instance in force, when the annotation is a canonical decimal.
@@ -64,10 +66,9 @@ impl<'a, S: Str> Facts<'a, S> {
         pods.retain(|p| instance.has(p.pod));
         // With no pod left to say (the JobSet of a failed TrainJob gone), the execution
         // dispatch recorded when it ended (`ended.rs`).
-        let execution = execution::current(pods.iter().filter_map(|p| p.exec)).or_else(|| {
-            let record = tj.meta.annotation(keys::ANN_ENDED).and_then(EndRecord::parse);
-            record.and_then(|r| r.execution)
-        });
+        let end_record = tj.meta.annotation(keys::ANN_ENDED).and_then(EndRecord::parse);
+        let execution = execution::current(pods.iter().filter_map(|p| p.exec))
+            .or_else(|| end_record.as_ref().and_then(|r| r.execution));
         let workload = match options.mode {
             Mode::Kueue => index.workload(ns, tj.meta.uid()),
             Mode::Plain => None,
@@ -87,6 +88,7 @@ impl<'a, S: Str> Facts<'a, S> {
             workload,
             pods,
             execution,
+            end_record,
             hold_text,
             hold_instance,
             nodes: &index.nodes,

@@ -82,8 +82,8 @@ fn ensure_workload(state: &mut State, tj: &Value) {
     let gate = annotation(tj, GATED_BY)
         .filter(|_| state.releases.kueue_admission_gated_by)
         .map(str::to_string);
-    match existing {
-        None => {
+    match (existing, finished(tj)) {
+        (None, _) => {
             let name = format!("trainjob-{}-{}", str_at(tj, "/metadata/name"), short_hash(uid));
             let count = tj.pointer("/spec/trainer/numNodes").and_then(Value::as_i64).unwrap_or(1);
             let resources =
@@ -102,14 +102,13 @@ fn ensure_workload(state: &mut State, tj: &Value) {
             });
             state.insert(id("workloads"), wl, MANAGER);
         }
-        Some((_, wl)) if is_true(&wl, "Finished") => {}
-        Some((key, mut wl)) if finished(tj).is_some() => {
-            let (reason, message) = finished(tj).unwrap_or_default();
+        (Some((_, wl)), _) if is_true(&wl, "Finished") => {}
+        (Some((key, mut wl)), Some((reason, message))) => {
             let now = state.now_str();
             set_condition(&mut wl, "Finished", "True", reason, &message, &now);
             registry::write(state, &key, wl, MANAGER);
         }
-        Some((key, mut wl)) => {
+        (Some((key, mut wl)), None) => {
             let active = wl.pointer("/spec/active").and_then(Value::as_bool).unwrap_or(true);
             if active && annotation(&wl, GATED_BY).map(str::to_string) != gate {
                 match &gate {

@@ -11,8 +11,6 @@ use dispatch_core::{Execution, ObjectState};
 use super::Outcome;
 use crate::classify::facts::Facts;
 use crate::classify::text::JOIN;
-use crate::ended::EndRecord;
-use crate::keys;
 
 /// What the detail adds to the recorded one.
 pub(crate) const AS_RECORDED: &str =
@@ -20,9 +18,9 @@ pub(crate) const AS_RECORDED: &str =
 
 /// Rule 2b.
 pub(crate) fn rule<S: Str>(f: &Facts<'_, S>) -> Option<Outcome> {
-    let record = EndRecord::parse(f.tj.meta.annotation(keys::ANN_ENDED)?)?;
+    let record = f.end_record.as_ref()?;
     let again = runs_again(f, record.execution);
-    let mut cause = record.cause;
+    let mut cause = record.cause.clone();
     let mut parts = vec![std::mem::take(&mut cause.detail), AS_RECORDED.to_owned()];
     parts.extend(again);
     parts.retain(|p| !p.is_empty());
