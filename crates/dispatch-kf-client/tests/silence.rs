@@ -6,89 +6,27 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::CONFIG_MAP;
 use dispatch_core::CallContext;
 use dispatch_kf_client::{Change, Cluster, ClusterConfig, WATCH_TIMEOUT};
 use dispatch_kf_sim::{Sim, SimOptions};
+use dispatch_kf_testkit::Proxy;
 use futures::StreamExt;
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 const NS: &str = "default";
 
 /// A guard, not a measure: a watch that would hang fails instead.
 const NO_HANG: Duration = Duration::from_secs(60);
 
-/// A TCP proxy to the sim. [`Proxy::freeze`] makes every connection open until then
-/// pass nothing more either way while it stays open; connections made later are
-/// passed on as before.
-struct Proxy {
-    port: u16,
-    generation: Arc<AtomicU64>,
-}
-
-impl Proxy {
-    async fn to(upstream: u16) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let generation = Arc::new(AtomicU64::new(0));
-        let current = generation.clone();
-        tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)).await else { return };
-                let born = current.load(Ordering::SeqCst);
-                let (client_read, client_write) = client.into_split();
-                let (server_read, server_write) = server.into_split();
-                tokio::spawn(pipe(client_read, server_write, born, current.clone()));
-                tokio::spawn(pipe(server_read, client_write, born, current.clone()));
-            }
-        });
-        Proxy { port, generation }
-    }
-
-    fn freeze(&self) {
-        self.generation.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-/// Copies `from` to `to` until either ends, or forever nothing once the proxy froze
-/// the connections of generation `born`.
-async fn pipe(
-    mut from: impl AsyncRead + Unpin,
-    mut to: impl AsyncWrite + Unpin,
-    born: u64,
-    generation: Arc<AtomicU64>,
-) {
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        if generation.load(Ordering::SeqCst) != born {
-            // Keeps both sockets open and passes nothing: a silent path.
-            std::future::pending::<()>().await;
-        }
-        if to.write_all(&buf[..n]).await.is_err() {
-            return;
-        }
-    }
-}
-
 /// The sim's admin, through `proxy`, asking watches to stay open `watch_timeout`.
 async fn cluster_through(sim: &Sim, proxy: &Proxy, watch_timeout: Duration) -> Cluster {
-    let direct = sim.url();
-    let port = direct.rsplit(':').next().unwrap();
-    let proxied = direct.replace(&format!(":{port}"), &format!(":{}", proxy.port));
-    let kubeconfig = sim.kubeconfig_yaml("admin").unwrap().replace(&direct, &proxied);
+    let kubeconfig = proxy.kubeconfig_yaml(sim, "admin");
     let dir = std::env::temp_dir().join(format!("dispatch-kf-silence-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{}.kubeconfig", proxy.port));
+    let path = dir.join(format!("{}.kubeconfig", proxy.port()));
     std::fs::write(&path, kubeconfig).unwrap();
     let config = ClusterConfig {
         kubeconfig: Some(path),
@@ -114,8 +52,7 @@ fn names(change: Change) -> Vec<String> {
 #[tokio::test]
 async fn a_watch_whose_connection_goes_silent_resumes_and_sees_the_change_made_meanwhile() {
     let sim = Sim::start(SimOptions::default()).await.unwrap();
-    let port: u16 = sim.url().rsplit(':').next().unwrap().parse().unwrap();
-    let proxy = Proxy::to(port).await;
+    let proxy = Proxy::to(&sim).await;
     let cluster = cluster_through(&sim, &proxy, Duration::from_secs(1)).await;
     let cms = cluster.objects(CONFIG_MAP, NS);
     cms.create(&CallContext::background(), &config_map("before")).await.unwrap();

@@ -1,6 +1,10 @@
-//! Leader election's rule, pure: given the Lease as read, who this replica is and the
-//! time, what to write. The same rule as client-go's `leaderelection`: a Lease held by
-//! someone else is taken only once `renewTime + leaseDurationSeconds` has passed.
+//! Leader election's rule, pure: given the Lease as read, what this replica last saw of
+//! it and when, who this replica is and the time, what to write. The same rule as
+//! client-go's `leaderelection`: a Lease held by someone else is taken only once
+//! `leaseDurationSeconds` have passed, by this replica's own clock, since it last saw
+//! the Lease's record change. The holder's `renewTime` is the holder's clock and is never
+//! compared with this one's, so clock skew between replicas cannot hand a live Lease
+//! over.
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::LeaseSpec;
@@ -18,16 +22,49 @@ pub enum Step {
     },
 }
 
-/// The next step for `me` at `now`, given the Lease's spec (`None` when it does not
-/// exist yet).
-pub fn next(current: Option<&LeaseSpec>, me: &str, now: Timestamp, duration_secs: i32) -> Step {
+/// The Lease's record as this replica last saw it change, and when, by its own clock
+/// (client-go's `observedRecord` and `observedTime`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sighting {
+    record: Option<LeaseSpec>,
+    since: Timestamp,
+}
+
+impl Sighting {
+    /// The sighting after reading `current` at `now`: its time moves only when the
+    /// record differs from the one last seen (a renewal changes `renewTime`, so a live
+    /// holder's record changes at every renewal).
+    pub fn after(
+        previous: Option<Sighting>,
+        current: Option<&LeaseSpec>,
+        now: Timestamp,
+    ) -> Sighting {
+        match previous {
+            Some(seen) if seen.record.as_ref() == current => seen,
+            _ => Sighting { record: current.cloned(), since: now },
+        }
+    }
+
+    /// Whether the record seen may still be live at `now`: held, and seen changing
+    /// less than its `leaseDurationSeconds` ago.
+    fn live_at(&self, now: Timestamp) -> bool {
+        let Some(spec) = &self.record else { return false };
+        let held = spec.holder_identity.as_deref().is_some_and(|h| !h.is_empty());
+        let Some(secs) = spec.lease_duration_seconds.filter(|_| held) else { return false };
+        self.since.checked_add(SignedDuration::from_secs(secs.into())).is_ok_and(|end| end >= now)
+    }
+}
+
+/// The next step for `me` at `now`, given the Lease's spec as just read (`None` when it
+/// does not exist yet) and `seen`, the [`Sighting`] after that read.
+pub fn next(
+    current: Option<&LeaseSpec>,
+    seen: &Sighting,
+    me: &str,
+    now: Timestamp,
+    duration_secs: i32,
+) -> Step {
     let stamp = Some(MicroTime(now));
-    let fresh = |spec: &LeaseSpec| {
-        let (Some(renewed), Some(secs)) = (&spec.renew_time, spec.lease_duration_seconds) else {
-            return false;
-        };
-        renewed.0.checked_add(SignedDuration::from_secs(secs.into())).is_ok_and(|end| end >= now)
-    };
     let holder = current.and_then(|s| s.holder_identity.clone()).filter(|h| !h.is_empty());
     match (current, holder) {
         (Some(spec), Some(holder)) if holder == me => Step::Write(LeaseSpec {
@@ -35,7 +72,7 @@ pub fn next(current: Option<&LeaseSpec>, me: &str, now: Timestamp, duration_secs
             lease_duration_seconds: Some(duration_secs),
             ..spec.clone()
         }),
-        (Some(spec), Some(holder)) if fresh(spec) => Step::Follow { holder },
+        (Some(_), Some(holder)) if seen.live_at(now) => Step::Follow { holder },
         (current, _) => Step::Write(LeaseSpec {
             holder_identity: Some(me.to_owned()),
             acquire_time: stamp.clone(),
@@ -78,9 +115,16 @@ mod tests {
         }
     }
 
+    /// `me`'s step at `now`, having first seen `current` at `first_seen`.
+    fn step(current: Option<&LeaseSpec>, first_seen: i64, now: i64) -> Step {
+        let seen = Sighting::after(None, current, at(first_seen));
+        let seen = Sighting::after(Some(seen), current, at(now));
+        next(current, &seen, "a", at(now), 15)
+    }
+
     #[test]
     fn a_missing_lease_is_created_held_by_me() {
-        let Step::Write(spec) = next(None, "a", at(0), 15) else { panic!() };
+        let Step::Write(spec) = step(None, 0, 0) else { panic!() };
         assert_eq!(spec.holder_identity.as_deref(), Some("a"));
         assert_eq!(spec.lease_transitions, Some(0));
         assert_eq!(spec.renew_time, Some(MicroTime(at(0))));
@@ -90,7 +134,7 @@ mod tests {
     fn my_own_lease_is_renewed_keeping_its_acquire_time() {
         let mut mine = held_by("a", 0);
         mine.acquire_time = Some(MicroTime(at(-100)));
-        let Step::Write(spec) = next(Some(&mine), "a", at(5), 15) else { panic!() };
+        let Step::Write(spec) = step(Some(&mine), 0, 5) else { panic!() };
         assert_eq!(spec.renew_time, Some(MicroTime(at(5))));
         assert_eq!(spec.acquire_time, Some(MicroTime(at(-100))));
         assert_eq!(spec.lease_transitions, Some(2), "a renewal is no transition");
@@ -99,17 +143,46 @@ mod tests {
     #[test]
     fn another_holder_s_lease_is_followed_until_it_expires_then_taken() {
         let theirs = held_by("b", 0);
-        assert_eq!(next(Some(&theirs), "a", at(15), 15), Step::Follow { holder: "b".into() });
-        let Step::Write(spec) = next(Some(&theirs), "a", at(16), 15) else { panic!() };
+        assert_eq!(step(Some(&theirs), 0, 15), Step::Follow { holder: "b".into() });
+        let Step::Write(spec) = step(Some(&theirs), 0, 16) else { panic!() };
         assert_eq!(spec.holder_identity.as_deref(), Some("a"));
         assert_eq!(spec.lease_transitions, Some(3));
     }
 
     #[test]
+    fn expiry_is_counted_from_when_the_record_was_seen_changing_not_from_its_renew_time() {
+        // The holder's clock runs an hour behind this replica's: its renewTime is always
+        // an hour old here, yet it renews, so its Lease is live.
+        let mut seen = None;
+        for t in 0..60 {
+            let theirs = held_by("b", t - 3_600);
+            let sighting = Sighting::after(seen.take(), Some(&theirs), at(t));
+            assert_eq!(
+                next(Some(&theirs), &sighting, "a", at(t), 15),
+                Step::Follow { holder: "b".into() }
+            );
+            seen = Some(sighting);
+        }
+        // The holder's clock runs an hour ahead, and it stopped renewing at 0: this
+        // replica takes the Lease 15 s after it saw the last renewal, not in an hour.
+        let ahead = held_by("b", 3_600);
+        assert_eq!(step(Some(&ahead), 0, 15), Step::Follow { holder: "b".into() });
+        assert!(matches!(step(Some(&ahead), 0, 16), Step::Write(_)));
+    }
+
+    #[test]
+    fn a_replica_that_just_started_waits_a_whole_lease_duration_before_taking_over() {
+        // It cannot know when the holder last renewed; client-go waits the same.
+        let theirs = held_by("b", -60);
+        assert_eq!(step(Some(&theirs), 100, 100), Step::Follow { holder: "b".into() });
+        assert!(matches!(step(Some(&theirs), 100, 116), Step::Write(_)));
+    }
+
+    #[test]
     fn a_stepped_down_or_malformed_lease_is_taken_at_once() {
         let released = step_down(&held_by("b", 0), at(1));
-        assert!(matches!(next(Some(&released), "a", at(1), 15), Step::Write(_)));
-        let no_renew = LeaseSpec { holder_identity: Some("b".into()), ..LeaseSpec::default() };
-        assert!(matches!(next(Some(&no_renew), "a", at(1), 15), Step::Write(_)));
+        assert!(matches!(step(Some(&released), 1, 1), Step::Write(_)));
+        let no_duration = LeaseSpec { holder_identity: Some("b".into()), ..LeaseSpec::default() };
+        assert!(matches!(step(Some(&no_duration), 1, 1), Step::Write(_)));
     }
 }

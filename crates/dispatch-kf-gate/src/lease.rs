@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, ObjectMeta, PostParams};
 
-use crate::election::{self, Step};
+use crate::election::{self, Sighting, Step};
 
 /// Whether this replica leads after a campaign.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,6 +22,8 @@ pub(crate) struct LeaseLock {
     pub(crate) name: String,
     pub(crate) identity: String,
     pub(crate) duration_secs: i32,
+    /// What this replica last saw of the Lease, and since when.
+    pub(crate) seen: Option<Sighting>,
 }
 
 fn lost_race(e: &kube::Error) -> bool {
@@ -30,10 +32,12 @@ fn lost_race(e: &kube::Error) -> bool {
 
 impl LeaseLock {
     /// Acquires, renews or follows, at `now`.
-    pub(crate) async fn campaign(&self, now: Timestamp) -> Result<Campaign, kube::Error> {
+    pub(crate) async fn campaign(&mut self, now: Timestamp) -> Result<Campaign, kube::Error> {
         let current = self.api.get_opt(&self.name).await?;
         let spec = current.as_ref().and_then(|l| l.spec.as_ref());
-        let write = match election::next(spec, &self.identity, now, self.duration_secs) {
+        let sighting = Sighting::after(self.seen.take(), spec, now);
+        let seen = self.seen.insert(sighting);
+        let write = match election::next(spec, seen, &self.identity, now, self.duration_secs) {
             Step::Follow { holder } => return Ok(Campaign::Following(Some(holder))),
             Step::Write(spec) => spec,
         };

@@ -24,10 +24,12 @@ pub mod telemetry;
 use std::sync::Arc;
 use std::time::Duration;
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use lease::{Campaign, LeaseLock};
@@ -51,6 +53,10 @@ pub enum GateError {
     /// An object could not be read as JSON.
     #[error("malformed object: {0}")]
     Malformed(String),
+    /// A request went unanswered within its bound (a half-open connection, a frozen
+    /// apiserver).
+    #[error("no answer within {0:?}")]
+    Unanswered(Duration),
 }
 
 impl GateError {
@@ -98,18 +104,71 @@ impl Options {
     }
 }
 
-/// The reconcilers while this replica leads.
+/// The reconcilers while this replica leads. They stop on a timer of their own, on
+/// tokio's monotonic clock, once the last renewal's deadline passes without another,
+/// whatever any request is doing: a Lease request hanging on a half-open connection
+/// cannot keep them acting while another replica takes the Lease.
 struct Leading {
     stop: CancellationToken,
+    /// When the reconcilers must have stopped unless the Lease is renewed before.
+    until: watch::Sender<Instant>,
     task: JoinHandle<()>,
-    renewed: Timestamp,
 }
 
 impl Leading {
-    /// Stops the reconcilers and waits until they have.
+    /// Starts the reconcilers, to act until `until` unless renewed.
+    fn start(
+        client: kube::Client,
+        options: &Options,
+        parent: &CancellationToken,
+        until: Instant,
+    ) -> Leading {
+        let stop = parent.child_token();
+        let (renewed, deadline) = watch::channel(until);
+        let telemetry = options.telemetry.clone();
+        let reconcilers =
+            reconcile::run(client, options.clock.clone(), telemetry.clone(), stop.clone());
+        let task = tokio::spawn(async move {
+            tokio::select! {
+                () = reconcilers => {}
+                () = passes(deadline) => {
+                    tracing::warn!("renew deadline passed: reconcilers stop");
+                    telemetry.set_role(Role::Starting);
+                }
+            }
+        });
+        Leading { stop, until: renewed, task }
+    }
+
+    /// The Lease was renewed: the reconcilers may act until `until`.
+    fn renewed(&self, until: Instant) {
+        self.until.send_replace(until);
+    }
+
+    /// Whether the renew deadline passed and stopped the reconcilers.
+    fn lapsed(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Stops the reconcilers and waits until they have (no longer than the deadline).
     async fn end(mut self) {
         self.stop.cancel();
         let _ = (&mut self.task).await;
+    }
+}
+
+/// Returns once the latest deadline `until` gives has passed.
+async fn passes(mut until: watch::Receiver<Instant>) {
+    loop {
+        let deadline = *until.borrow_and_update();
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline) => return,
+            changed = until.changed() => {
+                if changed.is_err() {
+                    return tokio::time::sleep_until(deadline).await;
+                }
+            }
+        }
     }
 }
 
@@ -158,37 +217,51 @@ impl Drop for Running {
 }
 
 /// Campaigns for the Lease every `retry_period`, runs the reconcilers while it leads,
-/// stops them when it loses the Lease or cannot renew within `renew_deadline`, and on
-/// `shutdown` stops them and gives the Lease up. Returns when `shutdown` is cancelled.
+/// stops them when it loses the Lease or cannot renew within `renew_deadline` (each
+/// campaign is bounded by it too), and on `shutdown` stops them and gives the Lease up.
+/// Returns when `shutdown` is cancelled.
+///
+/// Safe against a second leader as long as `renew_deadline < lease_duration`: the
+/// reconcilers stop `renew_deadline` after the start of the last campaign that renewed,
+/// and another replica takes the Lease no sooner than `lease_duration` after it saw
+/// that renewal land (see [`election`]).
 pub async fn run(client: kube::Client, options: Options, shutdown: CancellationToken) {
-    let lock = LeaseLock {
+    let mut lock = LeaseLock {
         api: Api::<Lease>::namespaced(client.clone(), &options.lease_namespace),
         name: options.lease_name.clone(),
         identity: options.identity.clone(),
         duration_secs: i32::try_from(options.lease_duration.as_secs()).unwrap_or(i32::MAX),
+        seen: None,
     };
-    let deadline = SignedDuration::try_from(options.renew_deadline).unwrap_or(SignedDuration::MAX);
     let alive = Alive::start(options.telemetry.clone());
     let telemetry = &alive.0;
     let mut leading: Option<Leading> = None;
     loop {
-        let now = (options.clock)();
-        match lock.campaign(now).await {
-            Ok(Campaign::Leading) => match &mut leading {
-                Some(l) => l.renewed = now,
-                None => {
-                    tracing::info!(identity = %options.identity, "leading: reconcilers start");
-                    let stop = shutdown.child_token();
-                    let task = tokio::spawn(reconcile::run(
-                        client.clone(),
-                        options.clock.clone(),
-                        telemetry.clone(),
-                        stop.clone(),
-                    ));
-                    leading = Some(Leading { stop, task, renewed: now });
-                    telemetry.set_role(Role::Leading);
-                }
+        if leading.as_ref().is_some_and(Leading::lapsed) {
+            leading = None;
+        }
+        let started = Instant::now();
+        let campaign =
+            tokio::time::timeout(options.renew_deadline, lock.campaign((options.clock)()));
+        let outcome = tokio::select! {
+            outcome = campaign => match outcome {
+                Ok(answered) => answered.map_err(GateError::from),
+                Err(_) => Err(GateError::Unanswered(options.renew_deadline)),
             },
+            () = shutdown.cancelled() => break,
+        };
+        match outcome {
+            Ok(Campaign::Leading) => {
+                let until = started + options.renew_deadline;
+                match &leading {
+                    Some(l) => l.renewed(until),
+                    None => {
+                        tracing::info!(identity = %options.identity, "leading: reconcilers start");
+                        leading = Some(Leading::start(client.clone(), &options, &shutdown, until));
+                        telemetry.set_role(Role::Leading);
+                    }
+                }
+            }
             Ok(Campaign::Following(holder)) => {
                 if let Some(l) = leading.take() {
                     tracing::warn!(?holder, "lost the Lease: reconcilers stop");
@@ -199,12 +272,6 @@ pub async fn run(client: kube::Client, options: Options, shutdown: CancellationT
             Err(error) => {
                 tracing::warn!(%error, "could not renew or read the Lease");
                 telemetry.campaign_failed();
-                let overdue =
-                    leading.as_ref().is_some_and(|l| now.duration_since(l.renewed) > deadline);
-                if overdue && let Some(l) = leading.take() {
-                    tracing::warn!("renew deadline passed: reconcilers stop");
-                    l.end().await;
-                }
                 if leading.is_none() {
                     // Not leading and blind to the Lease: not a standby one can count on.
                     telemetry.set_role(Role::Starting);
@@ -218,10 +285,14 @@ pub async fn run(client: kube::Client, options: Options, shutdown: CancellationT
     }
     if let Some(l) = leading.take() {
         l.end().await;
-        if let Err(error) = lock.step_down((options.clock)()).await {
-            tracing::warn!(%error, "could not give the Lease up; it expires on its own");
-        } else {
-            tracing::info!("stepped down");
+        let step_down =
+            tokio::time::timeout(options.renew_deadline, lock.step_down((options.clock)()));
+        match step_down.await {
+            Ok(Ok(())) => tracing::info!("stepped down"),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "could not give the Lease up; it expires on its own")
+            }
+            Err(_) => tracing::warn!("giving the Lease up went unanswered; it expires on its own"),
         }
     }
 }

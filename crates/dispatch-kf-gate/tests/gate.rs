@@ -23,8 +23,12 @@ const LEASE_SECS: u64 = 15;
 /// ClusterQueue listing the check, the LocalQueue `team-a`, and the AdmissionCheck, not
 /// yet Active.
 async fn kueue_cluster() -> Sim {
-    let sim =
-        cluster_with(SimOptions { start: jiff::Timestamp::now(), ..SimOptions::default() }).await;
+    kueue_cluster_with(SimOptions::default()).await
+}
+
+/// [`kueue_cluster`], started with `options` (its clock at the wall clock's now).
+async fn kueue_cluster_with(options: SimOptions) -> Sim {
+    let sim = cluster_with(SimOptions { start: jiff::Timestamp::now(), ..options }).await;
     sim.install_kueue_in(32, NS).unwrap();
     sim
 }
@@ -40,12 +44,28 @@ async fn start_gate_with(
     identity: &str,
     telemetry: Telemetry,
 ) -> dispatch_kf_gate::Running {
+    allow_gate(sim, identity);
+    start_gate_on(sim, identity, telemetry, config(sim, identity).await)
+}
+
+/// Lets the sim user `identity` do what a gate does.
+fn allow_gate(sim: &Sim, identity: &str) {
     sim.add_identity(
         Identity::new(identity)
             .allow(Rule::new(&["*"], "kueue.x-k8s.io", &["*"]))
             .allow(Rule::new(&["*"], "coordination.k8s.io", &["*"])),
     );
-    let client = kube_client(sim, identity).await;
+}
+
+/// Starts a gate replica named `identity` (already allowed), connecting as `config`
+/// says (through a proxy, say), recording into `telemetry`.
+fn start_gate_on(
+    sim: &Sim,
+    identity: &str,
+    telemetry: Telemetry,
+    config: kube::Config,
+) -> dispatch_kf_gate::Running {
+    let client = kube::Client::try_from(config).unwrap();
     let mut options = dispatch_kf_gate::Options::new(LEASE_NS, LEASE, identity);
     options.lease_duration = Duration::from_secs(LEASE_SECS);
     options.retry_period = Duration::from_millis(50);
@@ -54,13 +74,16 @@ async fn start_gate_with(
     dispatch_kf_gate::spawn(client, options)
 }
 
+/// How often [`eventually`] looks.
+const POLL: Duration = Duration::from_millis(20);
+
 /// Polls `probe` until it gives a value; fails with `what` if that never happens.
 async fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
     for _ in 0..1500 {
         if let Some(value) = probe() {
             return value;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(POLL).await;
     }
     panic!("never happened: {what}");
 }
@@ -293,6 +316,49 @@ async fn of_two_controllers_one_acts_and_the_other_takes_over_within_the_lease_d
     // The new leader acts: a Hold and Release readmit the job through it.
     hold_release_runs_as(&sim, &b, &object, "2").await;
     assert!(writes_by(&sim, "gate-b") > 0);
+    second.shut_down().await;
+}
+
+/// A leader whose Lease requests hang (a half-open connection: the proxy passes nothing
+/// more on it, while its other connections work) stops reconciling within the renew
+/// deadline, on a timer of its own, before the follower may take the Lease; once the
+/// follower leads, the old leader writes nothing, and when its path comes back it
+/// follows.
+#[tokio::test(start_paused = true)]
+async fn a_leader_whose_lease_requests_hang_stops_reconciling_within_the_renew_deadline() {
+    // Plain HTTP, so that the proxy can tell a Lease request by its path.
+    let sim = kueue_cluster_with(SimOptions { tls: false, ..SimOptions::default() }).await;
+    let proxy = Proxy::to(&sim).await;
+    let a = Telemetry::new();
+    allow_gate(&sim, "gate-a");
+    let first = start_gate_on(&sim, "gate-a", a.clone(), proxy.config(&sim, "gate-a").await);
+    gate_ready(&sim).await;
+    let second = start_gate(&sim, "gate-b").await;
+    let b = kueue_backend(&sim).await;
+    let object = first_admission(&sim, &b).await;
+    assert_eq!(holder(&sim).as_deref(), Some("gate-a"));
+    assert_eq!(a.role(), Role::Leading);
+
+    proxy.freeze_carrying("/leases/");
+    let frozen = tokio::time::Instant::now();
+    eventually("gate-a stops leading", || (a.role() != Role::Leading).then_some(())).await;
+    let renew_deadline = dispatch_kf_gate::Options::new(LEASE_NS, LEASE, "gate-a").renew_deadline;
+    assert!(frozen.elapsed() <= renew_deadline + POLL, "stopped after {:?}", frozen.elapsed());
+    let written = writes_by(&sim, "gate-a");
+
+    // Only now may the follower take the Lease: a whole Lease after it saw the last renewal.
+    sim.advance(Duration::from_secs(LEASE_SECS + 1));
+    eventually("gate-b takes the Lease", || {
+        (holder(&sim).as_deref() == Some("gate-b")).then_some(())
+    })
+    .await;
+    hold_release_runs_as(&sim, &b, &object, "2").await;
+    assert_eq!(writes_by(&sim, "gate-a"), written, "the leader that stopped wrote nothing more");
+
+    proxy.thaw();
+    eventually("gate-a follows", || (a.role() == Role::StandingBy).then_some(())).await;
+    assert_eq!(writes_by(&sim, "gate-a"), written);
+    first.shut_down().await;
     second.shut_down().await;
 }
 

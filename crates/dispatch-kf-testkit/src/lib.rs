@@ -1,7 +1,9 @@
 //! The setup the workspace's tests share, written once: a simulated cluster with the
 //! Trainer's torch-distributed runtime, four 8-GPU nodes and the `training` namespace;
 //! clients and a Backend made by Factory on it, as any identity; settings, requests and
-//! call contexts. Not published: a dev-dependency of the crates whose tests need it.
+//! call contexts; a [`Proxy`] whose connections can go silent. Not published: a dev-dependency of the crates whose tests need it.
+
+mod proxy;
 
 use std::time::Duration;
 
@@ -11,6 +13,8 @@ use dispatch_kf_client::Cluster;
 use dispatch_kf_model::Settings;
 use dispatch_kf_sim::{Sim, SimOptions};
 use serde_json::{Value, json};
+
+pub use proxy::Proxy;
 
 /// The namespace the adapter works in.
 pub const NS: &str = "training";
