@@ -84,11 +84,12 @@ impl ServeArgs {
             }
             None => crate::output::write_stdout(kubeconfig.as_bytes())?,
         }
-        eprintln!("dispatch-kf: serving until interrupted (Ctrl-C); type help for the console");
         let gate = match self.gate {
             true => Some(start_gate(&sim).await?),
             false => None,
         };
+        // Said once the cluster is whole: with --gate, once the gate leads.
+        eprintln!("dispatch-kf: serving until interrupted (Ctrl-C); type help for the console");
         let sim = Arc::new(sim);
         let clock = sim.follow_wall_clock();
         let console = tokio::spawn(read_console(sim.clone()));
@@ -134,7 +135,8 @@ pub(crate) async fn admin_config(sim: &Sim) -> Result<kube::Config> {
 
 /// Starts the readmission gate controller in-process against a simulated cluster, on
 /// its virtual clock, with the Lease `dispatch-system/dispatch-readmission-gate` that
-/// Kueue-mode settings name by default. It holds the Lease within one try.
+/// Kueue-mode settings name by default. Returns once it leads (it holds the Lease
+/// within one try), or after [`GATE_LEADS_WITHIN`], saying so.
 pub(crate) async fn start_gate(sim: &Sim) -> Result<dispatch_kf_gate::Running> {
     let client = kube::Client::try_from(admin_config(sim).await?)
         .map_err(|e| Error::unreachable(format!("cannot start the readmission gate: {e}")))?;
@@ -145,8 +147,23 @@ pub(crate) async fn start_gate(sim: &Sim) -> Result<dispatch_kf_gate::Running> {
     );
     options.clock = Arc::new(sim.clock());
     options.retry_period = std::time::Duration::from_millis(200);
-    Ok(dispatch_kf_gate::spawn(client, options))
+    let telemetry = options.telemetry.clone();
+    let gate = dispatch_kf_gate::spawn(client, options);
+    let leads = async {
+        while telemetry.role() != dispatch_kf_gate::telemetry::Role::Leading {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    if tokio::time::timeout(GATE_LEADS_WITHIN, leads).await.is_err() {
+        eprintln!(
+            "dispatch-kf: the readmission gate does not lead yet after {GATE_LEADS_WITHIN:?}; Kueue-mode writes are refused until it does"
+        );
+    }
+    Ok(gate)
 }
+
+/// How long `sim serve --gate` waits for its gate to lead before it says it serves.
+const GATE_LEADS_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Reads console commands from standard input until it closes.
 async fn read_console(sim: Arc<Sim>) {

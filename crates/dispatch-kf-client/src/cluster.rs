@@ -10,7 +10,7 @@ use dispatch_kf_model::Kubeconfig;
 use kube::config::{KubeConfigOptions, Kubeconfig as KubeconfigFile};
 
 use crate::error_map::{
-    Case, DEADLINE_PASSED, Outcome, RequestClass, before_sending, case, sentinel,
+    Case, DEADLINE_PASSED, Outcome, RequestClass, before_sending, case, refinement, sentinel,
 };
 use crate::identity::{self, Identity};
 use crate::transport::{outcome_of, token_failure};
@@ -277,9 +277,12 @@ pub(crate) struct Failed {
 /// A failed request's error: the sentinel from the table, the message from the answer.
 pub(crate) fn classify(class: RequestClass, what: &str, err: kube::Error) -> Failed {
     let outcome = outcome_of(&err);
-    let (kind, _) = sentinel(class, &outcome);
+    let (kind, when) = sentinel(class, &outcome);
     let case = case(class, &outcome);
     let message = match (&outcome, &err) {
+        (Outcome::Refused(_), kube::Error::Api(status)) => {
+            format!("{what}: {} ({} {}): {when}", status.message.trim(), status.code, status.reason)
+        }
         (Outcome::Answered { code, reason }, kube::Error::Api(status)) => {
             let reason = if reason.is_empty() { String::new() } else { format!(" {reason}") };
             format!("{what}: {} ({code}{reason})", status.message.trim())
@@ -295,7 +298,11 @@ pub(crate) fn classify(class: RequestClass, what: &str, err: kube::Error) -> Fai
         }
         _ => format!("{what}: no definite answer: {err}"),
     };
-    Failed { case, error: Error::new(kind, message).with_source(err) }
+    let error = match refinement(class, &outcome) {
+        Some(refinement) => Error::refined(refinement, message),
+        None => Error::new(kind, message),
+    };
+    Failed { case, error: error.with_source(err) }
 }
 
 /// A request interrupted in flight by the call's deadline. A hold-family read wrote

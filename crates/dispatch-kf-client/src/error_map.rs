@@ -8,7 +8,8 @@
 
 use std::time::Instant;
 
-use dispatch_core::{CallContext, Error, Kind};
+use dispatch_core::{CallContext, Error, Kind, Refinement};
+use dispatch_kf_model::keys;
 
 /// What kind of request it was: the mapping depends on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +59,8 @@ impl RequestClass {
 /// What happened to a request that did not succeed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
+    /// The apiserver's admission refused the request, before anything was stored.
+    Refused(Admission),
     /// The apiserver answered with an error status.
     Answered {
         /// The HTTP status code.
@@ -75,6 +78,79 @@ pub enum Outcome {
     SentNoAnswer,
     /// Anything else: it may have been sent.
     MaybeSent,
+}
+
+/// How admission refused a request, read from the apiserver's answer (the words
+/// `k8s.io/apiserver`'s webhook admission builds, `pkg/admission/plugin/webhook`).
+/// Admission runs before anything is stored, so either way nothing was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// The apiserver could not call a webhook whose failure policy is `Fail` (its server
+    /// down, restarting or unreachable): a 500, `failed calling webhook "<name>"`.
+    WebhookUnreachable,
+    /// A webhook answered and denied the request: `admission webhook "<name>" denied
+    /// the request: <its words>`, with the code the webhook chose (403 by default).
+    Denied {
+        /// The webhook's name, as registered.
+        webhook: String,
+        /// Its words.
+        message: String,
+    },
+}
+
+impl Admission {
+    /// How admission refused a request answered `code` with `message`, if it did.
+    pub fn read(code: u16, message: &str) -> Option<Admission> {
+        const DENIED: &str = " denied the request";
+        if code == 500 && message.contains("failed calling webhook \"") {
+            return Some(Admission::WebhookUnreachable);
+        }
+        let rest = &message[message.find("admission webhook \"")? + "admission webhook \"".len()..];
+        let (webhook, rest) = rest.split_once('"')?;
+        let words = rest.strip_prefix(DENIED)?;
+        let words = words.strip_prefix(':').unwrap_or(words).trim();
+        Some(Admission::Denied { webhook: webhook.to_owned(), message: words.to_owned() })
+    }
+}
+
+/// A webhook's denial that passes on its own: the same request succeeds a moment
+/// later with nobody changing anything, because what the webhook read lags.
+/// `docs/errors.md#webhook-denials` lists these, and the others.
+struct PassingDenial {
+    /// Whether the webhook's words are this denial's.
+    tells: fn(&str) -> bool,
+    /// The requests for which it passes: the same words can mean something lasting
+    /// for another (a Hold's update of a TrainJob whose runtime copy is gone).
+    passes_for: fn(RequestClass) -> bool,
+    /// The refinement the answer gets, if any.
+    refinement: Option<Refinement>,
+}
+
+/// The Trainer's validating webhook (`validator.trainjob.trainer.kubeflow.org`, v2.2
+/// and v2.3) and Kueue's (`vtrainjob.kb.io`) read from their caches.
+const PASSING_DENIALS: [PassingDenial; 2] = [
+    // `plugins/jobset`: a runtimePatches change while the JobSet still counts active
+    // Jobs, which it does for a while after the pods have gone. The same state as
+    // pods remaining; only the hold family changes runtimePatches.
+    PassingDenial {
+        tells: |words| words.contains(keys::TRAINER_JOBSET_STILL_ACTIVE),
+        passes_for: |_| true,
+        refinement: Some(Refinement::PodsRemain),
+    },
+    // A TrainJob created right after its runtime copy, before the webhooks' caches
+    // have the copy (seen within seconds of an apiserver or Trainer restart). On a
+    // hold-family update the copy has been there all along: gone now, it stays gone.
+    PassingDenial {
+        tells: keys::says_runtime_not_seen,
+        passes_for: |class| class == RequestClass::Write,
+        refinement: None,
+    },
+];
+
+/// The passing denial `outcome` is for a request of `class`, if it is one.
+fn passing_denial(class: RequestClass, outcome: &Outcome) -> Option<&'static PassingDenial> {
+    let Outcome::Refused(Admission::Denied { message, .. }) = outcome else { return None };
+    PASSING_DENIALS.iter().find(|d| (d.tells)(message) && (d.passes_for)(class))
 }
 
 impl Outcome {
@@ -122,11 +198,29 @@ struct Row {
 }
 
 /// "From the apiserver": every request through the dynamic client. First match wins.
-const APISERVER: [Row; 9] = [
+const APISERVER: [Row; 12] = [
     Row {
         when: "the token source failed or returned an empty token",
         matches: |_, o| *o == Outcome::TokenFailed,
         sentinel: Kind::Unauthorized,
+        case: Case::Other,
+    },
+    Row {
+        when: "an admission webhook could not be called (500, failed calling webhook): nothing was stored, retry",
+        matches: |_, o| *o == Outcome::Refused(Admission::WebhookUnreachable),
+        sentinel: Kind::Unreachable,
+        case: Case::Other,
+    },
+    Row {
+        when: "a webhook's denial that passes on its own (what it read lags; PASSING_DENIALS): nothing was stored, retry",
+        matches: |c, o| passing_denial(c, o).is_some(),
+        sentinel: Kind::Unreachable,
+        case: Case::Other,
+    },
+    Row {
+        when: "any other webhook's denial: the webhook's own words say what to change",
+        matches: |_, o| matches!(o, Outcome::Refused(Admission::Denied { .. })),
+        sentinel: Kind::Rejected,
         case: Case::Other,
     },
     Row {
@@ -228,6 +322,15 @@ fn row(class: RequestClass, outcome: &Outcome) -> &'static Row {
 pub fn sentinel(class: RequestClass, outcome: &Outcome) -> (Kind, &'static str) {
     let row = row(class, outcome);
     (row.sentinel, row.when)
+}
+
+/// The refinement of the sentinel, where the answer says more than its kind: a passing
+/// webhook denial that means pods remain.
+pub fn refinement(class: RequestClass, outcome: &Outcome) -> Option<Refinement> {
+    if class.is_direct() {
+        return None;
+    }
+    passing_denial(class, outcome).and_then(|d| d.refinement)
 }
 
 /// Which case the row that decides `outcome` is.
@@ -345,6 +448,87 @@ mod tests {
         }
         assert_eq!(kind(Write, Outcome::NotSent), Kind::Unreachable);
         assert_eq!(kind(Write, answered(429, "TooManyRequests")), Kind::Unreachable);
+    }
+
+    const TRAINER: &str = "validator.trainjob.trainer.kubeflow.org";
+
+    fn denied(message: &str) -> Outcome {
+        let text = format!("admission webhook \"{TRAINER}\" denied the request: {message}");
+        Outcome::Refused(Admission::read(403, &text).unwrap())
+    }
+
+    #[test]
+    fn admission_is_read_from_the_apiservers_words() {
+        let unreachable = "Internal error occurred: failed calling webhook \"validator.trainjob.trainer.kubeflow.org\": failed to call webhook: Post \"https://kubeflow-trainer-controller-manager.kubeflow-system.svc:443/validate-trainer-kubeflow-org-v1alpha1-trainjob?timeout=10s\": dial tcp 10.96.41.7:443: connect: connection refused";
+        assert_eq!(Admission::read(500, unreachable), Some(Admission::WebhookUnreachable));
+        let denial = format!(
+            "admission webhook \"{TRAINER}\" denied the request: spec.runtimeRef: Invalid value: x"
+        );
+        assert_eq!(
+            Admission::read(403, &denial),
+            Some(Admission::Denied {
+                webhook: TRAINER.into(),
+                message: "spec.runtimeRef: Invalid value: x".into()
+            })
+        );
+        let bare = "admission webhook \"w\" denied the request without explanation";
+        assert_eq!(
+            Admission::read(400, bare),
+            Some(Admission::Denied { webhook: "w".into(), message: "without explanation".into() })
+        );
+        // RBAC's 403, a plain 500, and a 500 that merely quotes a webhook are not admission.
+        let rbac = "trainjobs.trainer.kubeflow.org \"tj\" is forbidden: User \"u\" cannot patch resource \"trainjobs\"";
+        assert_eq!(Admission::read(403, rbac), None);
+        assert_eq!(Admission::read(500, "etcdserver: request timed out"), None);
+        assert_eq!(Admission::read(403, "failed calling webhook \"w\": refused"), None);
+    }
+
+    /// Admission runs before anything is stored: a webhook that cannot be called is a
+    /// definite "not made", for a write as for a read.
+    #[test]
+    fn a_webhook_that_cannot_be_called_is_unreachable_even_for_writes() {
+        for class in [Read, Write, HoldWrite, HoldRead] {
+            let outcome = Outcome::Refused(Admission::WebhookUnreachable);
+            assert_eq!(kind(class, outcome.clone()), Kind::Unreachable, "{class:?}");
+            assert_eq!(refinement(class, &outcome), None);
+        }
+    }
+
+    #[test]
+    fn a_denial_that_passes_on_its_own_is_unreachable_and_pods_remain_where_it_means_that() {
+        let active = denied(
+            "spec.runtimePatches: Forbidden: RuntimePatches cannot be modified when the JobSet's ReplicatedJob node is still active",
+        );
+        assert_eq!(kind(HoldWrite, active.clone()), Kind::Unreachable);
+        assert_eq!(refinement(HoldWrite, &active), Some(Refinement::PodsRemain));
+        let lagging = denied(
+            "spec.runtimeRef: Invalid value: {\"name\":\"tj-rt\"}: trainingruntimes.trainer.kubeflow.org \"tj-rt\" not found: specified trainingRuntime must be created before the TrainJob is created",
+        );
+        assert_eq!(kind(Write, lagging.clone()), Kind::Unreachable);
+        assert_eq!(refinement(Write, &lagging), None);
+        let kueue = Outcome::Refused(Admission::Denied {
+            webhook: "vtrainjob.kb.io".into(),
+            message: "runtime 'tj-rt' not found".into(),
+        });
+        assert_eq!(kind(Write, kueue.clone()), Kind::Unreachable);
+        // On a Hold or Release the runtime copy was there all along: gone, it stays gone.
+        assert_eq!(kind(HoldWrite, lagging), Kind::Rejected);
+        assert_eq!(kind(HoldWrite, kueue), Kind::Rejected);
+        for d in &PASSING_DENIALS {
+            assert_eq!(d.refinement.map_or(Kind::Unreachable, Refinement::kind), Kind::Unreachable);
+        }
+    }
+
+    #[test]
+    fn any_other_denial_is_rejected_never_unauthorized() {
+        let other = denied(
+            "spec.runtimePatches: Forbidden: RuntimePatches can only be modified when the TrainJob is suspended before or after the update",
+        );
+        for class in [Write, HoldWrite] {
+            assert_eq!(kind(class, other.clone()), Kind::Rejected, "{class:?}");
+            assert_eq!(refinement(class, &other), None);
+        }
+        assert_eq!(kind(Write, answered(403, "Forbidden")), Kind::Unauthorized, "RBAC's stays");
     }
 
     #[test]

@@ -5,16 +5,17 @@
 use std::error::Error as StdError;
 use std::io;
 
-use crate::error_map::Outcome;
+use crate::error_map::{Admission, Outcome};
 
 /// What happened to a request that failed with `err`.
 pub(crate) fn outcome_of(err: &kube::Error) -> Outcome {
     match err {
         // Classify by code first: a non-JSON body (an unserved group-version answers
         // plain text) arrives with a made-up reason.
-        kube::Error::Api(status) => {
-            Outcome::Answered { code: status.code, reason: status.reason.clone() }
-        }
+        kube::Error::Api(status) => match Admission::read(status.code, &status.message) {
+            Some(admission) => Outcome::Refused(admission),
+            None => Outcome::Answered { code: status.code, reason: status.reason.clone() },
+        },
         kube::Error::Auth(_) => Outcome::TokenFailed,
         other => outcome_of_chain(other),
     }

@@ -22,7 +22,8 @@ use crate::names::parse_canonical_decimal;
 pub struct Situation {
     /// The TrainJob has ended (Complete or Failed).
     pub ended: bool,
-    /// Pods of the object that still exist (a previous execution's, still going).
+    /// What of a previous execution remains (`ranks::remaining`): its pods still
+    /// going, and the JobSet's count of active Jobs until it reaches 0.
     pub pods_remaining: Vec<String>,
 }
 
@@ -136,7 +137,7 @@ fn pods_remain(verb: &str, pods: &[String]) -> Error {
     Error::refined(
         Refinement::PodsRemain,
         format!(
-            "{verb} must wait: pods of the previous execution remain ({}); nothing was written, retry",
+            "{verb} must wait: the previous execution has not gone yet ({}); nothing was written, retry",
             pods.join(", ")
         ),
     )

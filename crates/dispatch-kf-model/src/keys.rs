@@ -115,6 +115,24 @@ api!("Kueue": KUEUE_GROUP, KUEUE_VERSION, KUEUE_API_VERSION = "kueue.x-k8s.io" /
 /// the real control plane under a hundred Starts in a row).
 pub const TRAINER_RUNTIME_NOT_SEEN: &str = "must be created before the TrainJob is created";
 
+/// What Kueue's TrainJob webhook (`vtrainjob.kb.io`, v0.17 and v0.19, with topology-aware
+/// scheduling on, its default) says in the same case: it too reads the runtime from its
+/// cache. The runtime's name stands between the two parts.
+pub const KUEUE_RUNTIME_NOT_SEEN: [&str; 2] = ["runtime '", "' not found"];
+
+/// Whether a webhook's words say it has not seen the TrainJob's runtime (the Trainer's
+/// or Kueue's): right after the runtime copy's create, a cache that lags.
+pub fn says_runtime_not_seen(message: &str) -> bool {
+    message.contains(TRAINER_RUNTIME_NOT_SEEN)
+        || KUEUE_RUNTIME_NOT_SEEN.iter().all(|part| message.contains(part))
+}
+
+/// Words of the Trainer's TrainJob webhook (v2.2 and v2.3, `plugins/jobset`) when it
+/// refuses a `spec.runtimePatches` change because the JobSet still counts active Jobs,
+/// which it does for a while after the pods have gone.
+pub const TRAINER_JOBSET_STILL_ACTIVE: &str =
+    "RuntimePatches cannot be modified when the JobSet's ReplicatedJob";
+
 /// The environment variables dispatch adds, in the order it adds them.
 pub mod env {
     /// The JobId.

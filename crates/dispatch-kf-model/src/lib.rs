@@ -116,7 +116,7 @@ pub use snapshot::Snapshot;
 pub use lenient::{Flag, FromJson, Int, List, Obj, Shared, Str, StrMap, Text};
 pub use object::{
     AdmissionCheck, Condition, ContainerState, ContainerStatus, LastSetters, Meta, OwnerRef,
-    SpecField, Taint, Terminated, TrainJobRuntimeRef, Waiting,
+    ReplicatedJobStatus, SpecField, Taint, Terminated, TrainJobRuntimeRef, Waiting,
 };
 
 // Render: a start request and a source runtime to a runtime copy and a TrainJob;

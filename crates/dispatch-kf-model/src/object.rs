@@ -260,6 +260,8 @@ pub(crate) struct RawStatus<S = String> {
     pub container_statuses: List<ContainerStatus<S>>,
     /// Workload: `status.admissionChecks`.
     pub admission_checks: List<AdmissionCheck<S>>,
+    /// JobSet: `status.replicatedJobsStatus`.
+    pub replicated_jobs_status: List<ReplicatedJobStatus<S>>,
 }
 
 /// One condition of any kind.
@@ -332,6 +334,16 @@ pub struct Terminated<S = String> {
     pub message: Text<S>,
     /// When it finished.
     pub finished_at: Text<S>,
+}
+
+/// One entry of a JobSet's `status.replicatedJobsStatus`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, bound(deserialize = "S: FromJson"))]
+pub struct ReplicatedJobStatus<S = String> {
+    /// The ReplicatedJob's name.
+    pub name: Text<S>,
+    /// How many of its Jobs JobSet counts active (lagging the pods' going).
+    pub active: Int,
 }
 
 /// One entry of a Workload's `status.admissionChecks`.

@@ -39,9 +39,12 @@ pub fn current_execution<'a>(snapshot: &'a Snapshot, train_job: &str) -> Vec<&'a
         .collect()
 }
 
-/// The names of the TrainJob's live pods that have not finished, sorted: what Open and
-/// Release wait for before a new execution may start.
-pub fn remaining_pods(snapshot: &Snapshot, train_job: &str) -> Vec<String> {
+/// What of a previous execution remains, sorted: the names of the TrainJob's live pods
+/// that have not finished, then each ReplicatedJob in which the JobSet of its name
+/// still counts active Jobs (`status.replicatedJobsStatus[].active`, which lags the
+/// pods' going, and by which the Trainer's webhook refuses a `runtimePatches` change).
+/// What Open and Release wait for before a new execution may start.
+pub fn remaining(snapshot: &Snapshot, train_job: &str) -> Vec<String> {
     let mut pods: Vec<String> = snapshot
         .pods
         .iter()
@@ -49,6 +52,13 @@ pub fn remaining_pods(snapshot: &Snapshot, train_job: &str) -> Vec<String> {
         .map(|p| p.meta.name().to_owned())
         .collect();
     pods.sort();
+    let job_sets = snapshot.job_sets.iter().filter(|js| js.meta.name() == train_job);
+    let active = job_sets.flat_map(|js| js.replicated_jobs.iter()).filter_map(|rj| {
+        let n = rj.active.0.filter(|n| *n > 0)?;
+        let jobs = if n == 1 { "Job" } else { "Jobs" };
+        Some(format!("JobSet {train_job} still counts {n} active {jobs} in {}", rj.name.get()?))
+    });
+    pods.extend(active);
     pods
 }
 
@@ -182,6 +192,36 @@ mod tests {
             vec![],
         );
         assert!(current_execution(&s, "tj").is_empty());
+    }
+
+    /// The Trainer's webhook refuses a runtimePatches change while the JobSet counts
+    /// active Jobs, which it does for a while after the pods have gone: that count is
+    /// what remains too.
+    #[test]
+    fn what_remains_is_the_pods_still_going_and_the_jobs_the_jobset_still_counts_active() {
+        let mut done = pod("tj-node-0-0", "1", "0", "0", "n1");
+        done["status"] = json!({"phase": "Failed"});
+        let job_set = |active: serde_json::Value| {
+            json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                "metadata": {"name": "tj", "uid": "js-1"},
+                "status": {"replicatedJobsStatus": [
+                    {"name": "node", "active": active, "ready": 0},
+                    {"name": "launcher", "active": 0}]}})
+        };
+        let s = snapshot(
+            vec![done.clone(), pod("tj-node-0-1", "1", "0", "1", "n2"), job_set(json!(2))],
+            vec![],
+        );
+        assert_eq!(
+            remaining(&s, "tj"),
+            ["tj-node-0-1", "JobSet tj still counts 2 active Jobs in node"]
+        );
+        let s = snapshot(vec![done.clone(), job_set(json!(1))], vec![]);
+        assert_eq!(remaining(&s, "tj"), ["JobSet tj still counts 1 active Job in node"]);
+        for gone in [json!(0), json!(null), json!("1")] {
+            let s = snapshot(vec![done.clone(), job_set(gone.clone())], vec![]);
+            assert!(remaining(&s, "tj").is_empty(), "{gone}");
+        }
     }
 
     #[test]

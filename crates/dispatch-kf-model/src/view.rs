@@ -4,8 +4,8 @@
 
 use crate::lenient::{Flag, Str, Text};
 use crate::object::{
-    AdmissionCheck, Condition, ContainerStatus, Meta, RawObject, Taint, TrainJobRuntimeRef,
-    ViewKind,
+    AdmissionCheck, Condition, ContainerStatus, Meta, RawObject, ReplicatedJobStatus, Taint,
+    TrainJobRuntimeRef, ViewKind,
 };
 
 /// What classification reads of a TrainJob.
@@ -30,6 +30,8 @@ pub struct JobSet<S = String> {
     pub meta: Meta<S>,
     /// `status.conditions`.
     pub conditions: Box<[Condition<S>]>,
+    /// `status.replicatedJobsStatus`.
+    pub replicated_jobs: Box<[ReplicatedJobStatus<S>]>,
 }
 
 /// What classification reads of a Kueue Workload.
@@ -137,7 +139,11 @@ impl<S: Str> From<RawObject<S>> for View<S> {
                 runtime_ref: spec.runtime_ref.0,
                 conditions: status.conditions.0,
             }),
-            ViewKind::JobSet => View::JobSet(JobSet { meta, conditions: status.conditions.0 }),
+            ViewKind::JobSet => View::JobSet(JobSet {
+                meta,
+                conditions: status.conditions.0,
+                replicated_jobs: status.replicated_jobs_status.0,
+            }),
             ViewKind::Workload => View::Workload(Workload {
                 meta,
                 active: spec.active,

@@ -89,8 +89,18 @@ async fn runtime_patches_change_only_while_suspended_before_or_after() {
         err.message,
         "admission webhook \"validator.trainjob.trainer.kubeflow.org\" denied the request: spec.runtimePatches: Forbidden: RuntimePatches can only be modified when the TrainJob is suspended before or after the update"
     );
+    // Suspending in the same request is allowed, but not while the JobSet still counts
+    // active Jobs (Trainer v2.2 and v2.3, `plugins/jobset`).
     let both =
         Patch::Merge(json!({"spec": {"suspend": true, "runtimePatches": [{"manager": "m"}]}}));
+    let err = api_status(api.patch("a", &PatchParams::default(), &both).await.unwrap_err());
+    assert_eq!(
+        err.message,
+        "admission webhook \"validator.trainjob.trainer.kubeflow.org\" denied the request: spec.runtimePatches: Forbidden: RuntimePatches cannot be modified when the JobSet's ReplicatedJob node is still active"
+    );
+    let suspend = Patch::Merge(json!({"spec": {"suspend": true}}));
+    api.patch("a", &PatchParams::default(), &suspend).await.unwrap();
+    sim.settle();
     let out = api.patch("a", &PatchParams::default(), &both).await.unwrap();
     assert!(field(&out, "/spec/runtimePatches/0/time").is_some(), "the webhook stamps the time");
 }

@@ -111,7 +111,7 @@ impl Call<'_> {
         let obs = pick(self.inner.observe(&snapshot, edge::now()), self.object)?;
         let situation = Situation {
             ended: obs.state == ObjectState::Ended,
-            pods_remaining: ranks::remaining_pods(&snapshot, &self.object.name),
+            pods_remaining: ranks::remaining(&snapshot, &self.object.name),
         };
         Ok((snapshot, obs, situation))
     }

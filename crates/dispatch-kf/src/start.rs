@@ -168,7 +168,7 @@ impl Inner {
     }
 
     /// Step 6's create. While the Trainer's webhook refuses it because its cache has not
-    /// yet seen the runtime copy just made ([`keys::TRAINER_RUNTIME_NOT_SEEN`]), the
+    /// yet seen the runtime copy just made ([`keys::says_runtime_not_seen`]), the
     /// create is sent again, [`WEBHOOK_TRIES`] times in all, 100 ms apart and doubling,
     /// within the call: the refusal wrote nothing.
     async fn create_train_job(&self, cx: &CallContext, train_job: &Value) -> Result<Created> {
@@ -176,7 +176,7 @@ impl Inner {
         let mut wait = Duration::from_millis(100);
         for _ in 1..WEBHOOK_TRIES {
             match train_jobs.create_or_read(cx, train_job).await {
-                Err(e) if e.message().contains(keys::TRAINER_RUNTIME_NOT_SEEN) => {
+                Err(e) if keys::says_runtime_not_seen(e.message()) => {
                     tracing::debug!(error = %e, "the Trainer's webhook has not seen the runtime copy yet");
                     tokio::select! {
                         () = tokio::time::sleep(wait) => {}

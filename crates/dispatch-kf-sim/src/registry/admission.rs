@@ -13,6 +13,7 @@ use crate::object::keys::{
 };
 use crate::object::meta::{str_at, suspended};
 use crate::resources::{Resource, id};
+use crate::store::Key;
 use crate::store::State;
 
 const MULTIKUEUE: &str = "kueue.x-k8s.io/multikueue";
@@ -161,7 +162,32 @@ pub(crate) fn admit(
     }
     let now = state.now_str();
     let kueue = !state.unserved.contains(KUEUE_GROUP_VERSION);
-    trainjob(res, old, new, &now, kueue, runtime_check(state, ns))
+    let active = old.map(|_| active_replicated_jobs(state, ns, str_at(new, "/metadata/name")));
+    let checks =
+        Lookups { runtime_exists: runtime_check(state, ns), active: active.unwrap_or_default() };
+    trainjob(res, old, new, &now, kueue, checks)
+}
+
+/// The ReplicatedJobs in which the JobSet of `name` counts active Jobs
+/// (`status.replicatedJobsStatus[].active`), as the Trainer's webhook reads them (from
+/// its cache: the count lags the pods' going).
+fn active_replicated_jobs(state: &State, ns: &str, name: &str) -> Vec<String> {
+    let Some(job_set) = state.store.get(&Key::new(id("jobsets"), ns, name)) else {
+        return Vec::new();
+    };
+    let rows = job_set.pointer("/status/replicatedJobsStatus").and_then(Value::as_array);
+    rows.into_iter()
+        .flatten()
+        .filter(|r| r.get("active").and_then(Value::as_i64).is_some_and(|n| n > 0))
+        .map(|r| str_at(r, "/name").to_owned())
+        .collect()
+}
+
+/// What the Trainer's webhook looks up in the cluster: whether a runtime of a kind and
+/// name exists, and the ReplicatedJobs the TrainJob's JobSet counts active Jobs in.
+pub(crate) struct Lookups<F> {
+    pub(crate) runtime_exists: F,
+    pub(crate) active: Vec<String>,
 }
 
 /// Whether a runtime of a kind and name exists, as the Trainer's webhook checks.
@@ -185,15 +211,15 @@ fn runtime_check(state: &State, ns: &str) -> impl Fn(&str, &str) -> bool {
 }
 
 /// Admits a TrainJob create (`old` None) or update; `kueue` says whether Kueue is
-/// installed (its webhook suspends queued jobs); `runtime_exists(kind, name)` answers
-/// the runtime existence check. Applies defaults to `new` in place.
+/// installed (its webhook suspends queued jobs); `lookups` answer what the webhook
+/// looks up. Applies defaults to `new` in place.
 pub(crate) fn trainjob(
     res: &Resource,
     old: Option<&Value>,
     new: &mut Value,
     now: &str,
     kueue: bool,
-    runtime_exists: impl Fn(&str, &str) -> bool,
+    lookups: Lookups<impl Fn(&str, &str) -> bool>,
 ) -> Result<(), ApiError> {
     default(old, new, now, kueue);
     let name = str_at(new, "/metadata/name").to_string();
@@ -208,7 +234,7 @@ pub(crate) fn trainjob(
     if !runtime_supported(group, kind) {
         return Err(ApiError::webhook_denied(WEBHOOK, &unsupported_runtime(group, kind)));
     }
-    if !runtime_exists(kind, rname) {
+    if !(lookups.runtime_exists)(kind, rname) {
         let (plural, what) = if kind == "TrainingRuntime" {
             ("trainingruntimes", "trainingRuntime")
         } else {
@@ -236,14 +262,28 @@ pub(crate) fn trainjob(
                 p
             })
         };
-        if strip_times(patches(old)) != strip_times(patches(new))
-            && !suspended(old)
-            && !suspended(new)
-        {
-            return Err(ApiError::webhook_denied(
-                WEBHOOK,
-                "spec.runtimePatches: Forbidden: RuntimePatches can only be modified when the TrainJob is suspended before or after the update",
-            ));
+        if strip_times(patches(old)) != strip_times(patches(new)) {
+            if !suspended(old) && !suspended(new) {
+                return Err(ApiError::webhook_denied(
+                    WEBHOOK,
+                    "spec.runtimePatches: Forbidden: RuntimePatches can only be modified when the TrainJob is suspended before or after the update",
+                ));
+            }
+            // Trainer v2.2 and v2.3, `plugins/jobset`: one error per active
+            // ReplicatedJob, aggregated.
+            let denials: Vec<String> = lookups.active.iter().map(|rj| format!(
+                "spec.runtimePatches: Forbidden: RuntimePatches cannot be modified when the JobSet's ReplicatedJob {rj} is still active"
+            )).collect();
+            match denials.as_slice() {
+                [] => {}
+                [one] => return Err(ApiError::webhook_denied(WEBHOOK, one)),
+                many => {
+                    return Err(ApiError::webhook_denied(
+                        WEBHOOK,
+                        &format!("[{}]", many.join(", ")),
+                    ));
+                }
+            }
         }
     }
     Ok(())
