@@ -22,8 +22,9 @@ use dispatch_kf_model::keys;
 use futures::StreamExt;
 use serde_json::json;
 use suite::{
-    BackendOnTarget, Kind, LOST_NODE, PREEMPTION_NODE, Program, Runtime, job,
-    name_an_unlisted_runtime, patient_cx, rank_output, request, request_on, request_with_gpus,
+    BackendOnTarget, FIRST_INSTANCE_NODE, Kind, LOST_NODE, PREEMPTION_NODE, Program, Runtime,
+    SECOND_INSTANCE_NODE, job, name_an_unlisted_runtime, patient_cx, rank_output, request,
+    request_on, request_with_gpus,
 };
 
 impl BackendOnTarget {
@@ -503,6 +504,113 @@ impl BackendOnTarget {
         );
         w.stop_leaves_nothing(job).await;
     }
+}
+
+/// Hold, then Release at once, again and again: the previous execution may not have
+/// gone yet (its pods, or the JobSet's count of active Jobs, which the Trainer's webhook
+/// reads from its cache and which lags the pods), and the only refusal Release gives
+/// meanwhile is pods-remain (*unreachable*, exit 8), never *unauthorized* or
+/// *rejected* (`docs/errors.md#webhook-denials`).
+#[tokio::test]
+async fn holding_and_releasing_at_once_again_and_again_is_refused_only_while_pods_remain() {
+    let job = job(18);
+    let w = BackendOnTarget::for_job(&job).await;
+    let object = w.backend.start(&patient_cx(), &request(&job, Program::Sleep)).await.unwrap();
+    w.backend.open(&patient_cx(), &object).await.unwrap();
+    w.until_running(&job, &object, 1).await;
+    let mut waits = 0;
+    for instance in 1..=3u64 {
+        w.backend.hold(&patient_cx(), &object, instance).await.unwrap();
+        w.target
+            .until(&format!("release {instance} taken"), async || {
+                match w.backend.release(&patient_cx(), &object, instance).await {
+                    Ok(()) => Ok(()),
+                    Err(e) if e.is_pods_remain() && e.is(Sentinel::Unreachable) => {
+                        waits += 1;
+                        Err(e.to_string())
+                    }
+                    Err(e) => panic!("release {instance} refused otherwise: {e:?}"),
+                }
+            })
+            .await;
+        w.until_running(&job, &object, instance + 1).await;
+    }
+    eprintln!("{}: Release answered pods-remain {waits} times", w.target.describe());
+    w.backend.stop(&patient_cx(), &object).await.unwrap();
+    w.stop_leaves_nothing(&job).await;
+}
+
+/// While the TrainJobs' admission webhook cannot be called (its server down), Start,
+/// Open and Hold answer *unreachable*: admission runs before anything is stored, so
+/// nothing was (`docs/errors.md#how-the-client-classifies-a-failed-request`), and no
+/// call is left in flight; once it can be called again, each succeeds.
+#[tokio::test]
+async fn start_open_and_hold_while_a_webhook_cannot_be_called_are_unreachable_and_make_nothing() {
+    let job = job(19);
+    let w = BackendOnTarget::for_job(&job).await;
+    let suspended = async |name: &str| w.train_job(name).await.data["spec"]["suspend"] == true;
+
+    w.target.break_webhook(w.kube(), job.as_str()).await;
+    let err = w.backend.start(&patient_cx(), &request(&job, Program::Sleep)).await.unwrap_err();
+    assert!(err.is(Sentinel::Unreachable), "{err:?}");
+    w.nothing_of(&job, "after the Start the webhook refused").await;
+    w.target.mend_webhook(w.kube(), job.as_str()).await;
+    let object = w.backend.start(&patient_cx(), &request(&job, Program::Sleep)).await.unwrap();
+
+    w.target.break_webhook(w.kube(), job.as_str()).await;
+    let err = w.backend.open(&patient_cx(), &object).await.unwrap_err();
+    assert!(err.is(Sentinel::Unreachable), "{err:?}");
+    assert!(suspended(&object.name).await, "the gate stays closed");
+    w.target.mend_webhook(w.kube(), job.as_str()).await;
+    w.backend.open(&patient_cx(), &object).await.unwrap();
+    w.until_running(&job, &object, 1).await;
+
+    w.target.break_webhook(w.kube(), job.as_str()).await;
+    let err = w.backend.hold(&patient_cx(), &object, 1).await.unwrap_err();
+    assert!(err.is(Sentinel::Unreachable), "{err:?}");
+    assert!(!suspended(&object.name).await, "no hold was written");
+    w.target.mend_webhook(w.kube(), job.as_str()).await;
+    w.backend.hold(&patient_cx(), &object, 1).await.unwrap();
+    w.stop_leaves_nothing(&job).await;
+}
+
+/// Two instances of one name are not mixed (`docs/classification.md`, the instance
+/// rule): the first restarts once on its node with a Watch open, which captures its
+/// pods; Stop, StopJob, and that node is deleted; the same submission starts again on
+/// another node. Ceased of the second answers for its own pods, not the first's
+/// restarted execution (whose R is higher).
+#[tokio::test]
+async fn ceased_of_a_name_started_again_answers_for_its_own_pods_not_an_earlier_instances() {
+    let job = job(20);
+    let w = BackendOnTarget::for_job(&job).await;
+    w.own_node(FIRST_INSTANCE_NODE, 8).await;
+    w.own_node(SECOND_INSTANCE_NODE, 8).await;
+    let watched = w.watch(&job);
+    let restarting = Runtime::RestartingOnOwnNode(FIRST_INSTANCE_NODE);
+    let request_first = request_on(&job, Program::FailFirstAttempt, restarting);
+    let first = w.backend.start(&patient_cx(), &request_first).await.unwrap();
+    w.backend.open(&patient_cx(), &first).await.unwrap();
+    w.until_watched(&watched, "the first instance restarted and running", |o| {
+        o.state == ObjectState::Running && o.execution.is_some_and(|e| e.restart_attempt == 1)
+    })
+    .await;
+    w.until_pods_run(&job, &first.name, 2).await;
+    w.backend.stop(&patient_cx(), &first).await.unwrap();
+    w.stop_leaves_nothing(&job).await;
+    w.target.remove_node(w.kube(), FIRST_INSTANCE_NODE).await;
+
+    let on_second = request_on(&job, Program::Sleep, Runtime::OnOwnNode(SECOND_INSTANCE_NODE));
+    let second = w.backend.start(&patient_cx(), &on_second).await.unwrap();
+    assert_eq!(second.name, first.name);
+    assert_ne!(second.uid, first.uid);
+    w.backend.open(&patient_cx(), &second).await.unwrap();
+    let running = w.until_running(&job, &second, 1).await;
+    assert_eq!(running.execution.map(|e| e.restart_attempt), Some(0), "{running:#?}");
+    let cessation = w.backend.ceased(&patient_cx(), &second).await.unwrap();
+    let nodes: Vec<&str> = cessation.nodes.iter().map(|n| n.node.as_str()).collect();
+    assert!(!cessation.ceased && nodes == [SECOND_INSTANCE_NODE], "{cessation:#?}");
+    w.stop_leaves_nothing(&job).await;
+    w.target.remove_node(w.kube(), SECOND_INSTANCE_NODE).await;
 }
 
 /// A TrainJob a Kubeflow user made, not dispatch, is explained like dispatch's own:

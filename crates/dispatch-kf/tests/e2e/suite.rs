@@ -123,6 +123,8 @@ pub(crate) enum Runtime {
     /// Ranks run only on the scenario's own node (`BackendOnTarget::own_node`), so that what
     /// the scenario does to that node touches no other scenario's pods.
     OnOwnNode(&'static str),
+    /// [`Runtime::OnOwnNode`], and the JobSet restarts once on failure.
+    RestartingOnOwnNode(&'static str),
     /// As a platform team sets a runtime up to clean up after itself: its JobSet
     /// template has `ttlSecondsAfterFinished` ([`JOBSET_TTL_SECONDS`]), which the
     /// adapter's copy leaves out.
@@ -136,18 +138,25 @@ pub(crate) const JOBSET_TTL_SECONDS: i64 = 5;
 pub(crate) const PREEMPTION_NODE: &str = "dispatch-e2e-preemption";
 /// The node of the node-loss scenario.
 pub(crate) const LOST_NODE: &str = "dispatch-e2e-node-loss";
+/// The node the first instance of a name runs on in the instances scenario, deleted
+/// before the second starts.
+pub(crate) const FIRST_INSTANCE_NODE: &str = "dispatch-e2e-first-instance";
+/// The node the second instance of that name runs on.
+pub(crate) const SECOND_INSTANCE_NODE: &str = "dispatch-e2e-second-instance";
 /// The taint that keeps every pod but its scenario's off an own node; its value is the
 /// node's name.
 pub(crate) const OWN_NODE_TAINT: &str = "dispatch-e2e/own-node";
 
 impl Runtime {
     /// Every runtime the suite brings.
-    pub(crate) const ALL: [Runtime; 5] = [
+    pub(crate) const ALL: [Runtime; 7] = [
         Runtime::Plain,
         Runtime::Restarting,
         Runtime::CleaningUp,
         Runtime::OnOwnNode(PREEMPTION_NODE),
         Runtime::OnOwnNode(LOST_NODE),
+        Runtime::RestartingOnOwnNode(FIRST_INSTANCE_NODE),
+        Runtime::OnOwnNode(SECOND_INSTANCE_NODE),
     ];
 
     /// The TrainingRuntime's name.
@@ -157,6 +166,7 @@ impl Runtime {
             Runtime::Restarting => format!("{RUNTIME}-restarting"),
             Runtime::CleaningUp => format!("{RUNTIME}-cleaning-up"),
             Runtime::OnOwnNode(node) => format!("{RUNTIME}-on-{node}"),
+            Runtime::RestartingOnOwnNode(node) => format!("{RUNTIME}-restarting-on-{node}"),
         }
     }
 
@@ -168,7 +178,7 @@ impl Runtime {
             "containers": [{"name": keys::NODE_CONTAINER, "image": IMAGE,
                             "command": ["sh", "-c", "echo runtime default"]}]
         });
-        if let Runtime::OnOwnNode(node) = self {
+        if let Runtime::OnOwnNode(node) | Runtime::RestartingOnOwnNode(node) = self {
             pod["nodeSelector"] = json!({"kubernetes.io/hostname": node});
             pod["tolerations"] = json!([{
                 "key": OWN_NODE_TAINT, "operator": "Equal", "value": node, "effect": "NoSchedule"
@@ -181,7 +191,7 @@ impl Runtime {
                 "spec": {"backoffLimit": 0, "template": {"spec": pod}}
             }
         }]});
-        if self == Runtime::Restarting {
+        if matches!(self, Runtime::Restarting | Runtime::RestartingOnOwnNode(_)) {
             jobset["failurePolicy"] = json!({"maxRestarts": 1});
         }
         if self == Runtime::CleaningUp {

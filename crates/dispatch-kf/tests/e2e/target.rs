@@ -393,6 +393,120 @@ fn workloads(kube: &kube::Client) -> Api<DynamicObject> {
     Api::namespaced_with(kube.clone(), NAMESPACE, &super::suite::Kind::Workload.resource())
 }
 
+impl Target {
+    /// From now on no admission webhook can be called for the TrainJobs of `job`, as
+    /// while the Trainer's webhook server is down: on the sim by a fault answering every
+    /// write of a TrainJob as the apiserver does then; on a real cluster by a
+    /// ValidatingWebhookConfiguration for those TrainJobs (by their job label), failing
+    /// closed, whose server is a port nobody listens on, so the real apiserver answers
+    /// 500 "failed calling webhook" itself. Returns once the apiserver does so.
+    pub(crate) async fn break_webhook(&self, kube: &kube::Client, job: &str) {
+        match self {
+            Target::Sim(sim, _) => {
+                let down = dispatch_kf_sim::Fault::status(
+                    500,
+                    "InternalError",
+                    &format!(
+                        "Internal error occurred: failed calling webhook \"{}\": failed to call webhook: Post \"https://127.0.0.1:1/\": dial tcp 127.0.0.1:1: connect: connection refused",
+                        down_webhook(job)
+                    ),
+                );
+                for verb in ["create", "update", "patch"] {
+                    sim.add_fault(
+                        dispatch_kf_sim::Fault::on(verb, "trainjobs", down.clone()).always(),
+                    );
+                }
+            }
+            Target::Real(_) => {
+                let config = serde_json::from_value(json!({
+                    "apiVersion": "admissionregistration.k8s.io/v1",
+                    "kind": "ValidatingWebhookConfiguration",
+                    "metadata": {"name": down_webhook(job)},
+                    "webhooks": [{
+                        "name": down_webhook(job),
+                        "clientConfig": {"url": "https://127.0.0.1:1/validate"},
+                        "rules": [{"apiGroups": [keys::TRAINER_GROUP], "apiVersions": ["*"],
+                                   "operations": ["CREATE", "UPDATE"], "resources": ["trainjobs"]}],
+                        "objectSelector": {"matchLabels": {(keys::LABEL_JOB_ID): job}},
+                        "failurePolicy": "Fail", "sideEffects": "None",
+                        "admissionReviewVersions": ["v1"], "timeoutSeconds": 2
+                    }]
+                }))
+                .expect("a ValidatingWebhookConfiguration");
+                webhook_configurations(kube)
+                    .create(&Default::default(), &config)
+                    .await
+                    .expect("create the ValidatingWebhookConfiguration");
+                self.until("the apiserver calls the webhook", async || {
+                    match probe_admission(kube, job).await {
+                        Err(e) if e.contains("failed calling webhook") => Ok(()),
+                        other => Err(format!("not yet: {other:?}")),
+                    }
+                })
+                .await;
+            }
+        }
+    }
+
+    /// The webhooks of [`Target::break_webhook`] can be called again. Returns once the
+    /// apiserver no longer calls the broken one.
+    pub(crate) async fn mend_webhook(&self, kube: &kube::Client, job: &str) {
+        match self {
+            Target::Sim(sim, _) => sim.clear_faults(),
+            Target::Real(_) => {
+                webhook_configurations(kube)
+                    .delete(&down_webhook(job), &Default::default())
+                    .await
+                    .expect("delete the ValidatingWebhookConfiguration");
+                self.until("the apiserver no longer calls the webhook", async || {
+                    match probe_admission(kube, job).await {
+                        Err(e) if e.contains("failed calling webhook") => Err(e),
+                        _ => Ok(()),
+                    }
+                })
+                .await;
+            }
+        }
+    }
+}
+
+/// The name of [`Target::break_webhook`]'s webhook for `job`.
+fn down_webhook(job: &str) -> String {
+    format!("down.{}.dispatch-e2e.example.com", job.to_ascii_lowercase())
+}
+
+fn webhook_configurations(kube: &kube::Client) -> Api<DynamicObject> {
+    let gvk = kube::api::GroupVersionKind::gvk(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+    );
+    let resource =
+        kube::api::ApiResource::from_gvk_with_plural(&gvk, "validatingwebhookconfigurations");
+    Api::all_with(kube.clone(), &resource)
+}
+
+/// A dry-run create of a TrainJob labelled with `job`: admission runs in full, nothing
+/// is stored. The apiserver's answer, as text.
+async fn probe_admission(kube: &kube::Client, job: &str) -> Result<(), String> {
+    let probe = serde_json::from_value(json!({
+        "apiVersion": keys::TRAINER_API_VERSION, "kind": keys::KIND_TRAIN_JOB,
+        "metadata": {"name": "dispatch-e2e-admission-probe", "namespace": NAMESPACE,
+                     "labels": {(keys::LABEL_JOB_ID): job}},
+        "spec": {"suspend": true, "runtimeRef": {
+            "apiGroup": keys::TRAINER_GROUP, "kind": keys::KIND_TRAINING_RUNTIME,
+            "name": super::suite::RUNTIME}}
+    }))
+    .expect("a TrainJob");
+    let train_jobs = Api::<DynamicObject>::namespaced_with(
+        kube.clone(),
+        NAMESPACE,
+        &super::suite::Kind::TrainJob.resource(),
+    );
+    let params = kube::api::PostParams { dry_run: true, ..Default::default() };
+    train_jobs.create(&params, &probe).await.map(|_| ()).map_err(|e| e.to_string())
+}
+
 /// The sim has no container runtime: its pods run until told otherwise. This plays the
 /// one the suite's programs need, so a pod running `sh -c "exit N"` exits with N, one
 /// reading `/dev/zero` is OOM-killed, one whose working directory is missing never gets
