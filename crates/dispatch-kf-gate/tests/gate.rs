@@ -339,7 +339,7 @@ async fn a_leader_whose_lease_requests_hang_stops_reconciling_within_the_renew_d
     assert_eq!(holder(&sim).as_deref(), Some("gate-a"));
     assert_eq!(a.role(), Role::Leading);
 
-    proxy.freeze_carrying("/leases/");
+    proxy.freeze_carrying(&["/leases/"]);
     let frozen = tokio::time::Instant::now();
     eventually("gate-a stops leading", || (a.role() != Role::Leading).then_some(())).await;
     let renew_deadline = dispatch_kf_gate::Options::new(LEASE_NS, LEASE, "gate-a").renew_deadline;

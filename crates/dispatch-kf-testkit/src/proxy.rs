@@ -1,12 +1,19 @@
 //! A TCP proxy to the sim whose connections can be made silent: kept open, passing
-//! nothing either way, as a half-open connection or a stuck load balancer leaves them.
+//! nothing either way, as a half-open connection or a stuck load balancer leaves them,
+//! until it is thawed, when what was held back passes on (a connection that stalled, not
+//! one that lost data).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use dispatch_kf_sim::Sim;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+
+/// How much of what a connection carries toward the sim is kept to match needles
+/// against: enough for the requests' heads.
+const CARRIED_KEPT: usize = 64 * 1024;
 
 /// A proxy on a loopback port, passing every connection on to the sim.
 pub struct Proxy {
@@ -16,31 +23,65 @@ pub struct Proxy {
 
 #[derive(Default)]
 struct Shared {
-    /// Raised by [`Proxy::freeze`]: connections born before the current one are silent.
-    generation: AtomicU64,
-    /// Set by [`Proxy::freeze_carrying`]: a connection silences itself at the first
-    /// request that carries these bytes.
-    needle: Mutex<Option<Vec<u8>>>,
+    /// Every connection made through the proxy, while it lives.
+    connections: Mutex<Vec<Weak<Connection>>>,
+    /// Set by [`Proxy::freeze_carrying`]: a connection goes silent once what it carried
+    /// toward the sim holds every one of these.
+    needles: Mutex<Option<Vec<Vec<u8>>>>,
+    /// Woken by [`Proxy::thaw`].
+    thawed: Notify,
 }
 
-impl Shared {
-    fn carries_needle(&self, bytes: &[u8]) -> bool {
-        let needle = self.needle.lock().unwrap_or_else(|e| e.into_inner());
-        needle.as_ref().is_some_and(|n| bytes.windows(n.len()).any(|w| w == n.as_slice()))
-    }
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// One connection through the proxy.
+#[derive(Default)]
 struct Connection {
-    born: u64,
     silent: AtomicBool,
-    shared: Arc<Shared>,
+    /// The start of what it carried toward the sim.
+    carried: Mutex<Vec<u8>>,
 }
 
 impl Connection {
-    fn is_silent(&self) -> bool {
-        self.silent.load(Ordering::SeqCst)
-            || self.shared.generation.load(Ordering::SeqCst) != self.born
+    fn carries(&self, needles: &[Vec<u8>]) -> bool {
+        let carried = lock(&self.carried);
+        needles.iter().all(|n| carried.windows(n.len()).any(|w| w == n.as_slice()))
+    }
+}
+
+impl Shared {
+    fn live(&self) -> Vec<Arc<Connection>> {
+        let mut connections = lock(&self.connections);
+        connections.retain(|c| c.strong_count() > 0);
+        connections.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// Notes what `connection` carried toward the sim, and silences it if that holds
+    /// the needles.
+    fn carried(&self, connection: &Connection, bytes: &[u8]) {
+        {
+            let mut carried = lock(&connection.carried);
+            let room = CARRIED_KEPT.saturating_sub(carried.len());
+            carried.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+        if lock(&self.needles).as_deref().is_some_and(|n| connection.carries(n)) {
+            connection.silent.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Waits while `connection` is silent.
+    async fn until_heard(&self, connection: &Connection) {
+        loop {
+            let thawed = self.thawed.notified();
+            tokio::pin!(thawed);
+            thawed.as_mut().enable();
+            if !connection.silent.load(Ordering::SeqCst) {
+                return;
+            }
+            thawed.await;
+        }
     }
 }
 
@@ -55,15 +96,19 @@ impl Proxy {
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)).await else { return };
-                let connection = Arc::new(Connection {
-                    born: accepting.generation.load(Ordering::SeqCst),
-                    silent: AtomicBool::new(false),
-                    shared: accepting.clone(),
-                });
+                let connection = Arc::new(Connection::default());
+                lock(&accepting.connections).push(Arc::downgrade(&connection));
                 let (client_read, client_write) = client.into_split();
                 let (server_read, server_write) = server.into_split();
-                tokio::spawn(pipe(client_read, server_write, connection.clone(), true));
-                tokio::spawn(pipe(server_read, client_write, connection, false));
+                let shared = accepting.clone();
+                tokio::spawn(pipe(
+                    client_read,
+                    server_write,
+                    connection.clone(),
+                    shared.clone(),
+                    true,
+                ));
+                tokio::spawn(pipe(server_read, client_write, connection, shared, false));
             }
         });
         Proxy { port, shared }
@@ -74,23 +119,35 @@ impl Proxy {
         self.port
     }
 
-    /// Every connection open now passes nothing more, either way, while it stays open;
+    /// Every connection open now passes nothing more, either way, until [`Proxy::thaw`];
     /// connections made later pass as before.
     pub fn freeze(&self) {
-        self.shared.generation.fetch_add(1, Ordering::SeqCst);
+        for connection in self.shared.live() {
+            connection.silent.store(true, Ordering::SeqCst);
+        }
     }
 
-    /// From now on, a connection that carries a request containing `needle` (a path,
-    /// say) goes silent there: that request never reaches the sim, and nothing more
-    /// passes either way. Other connections pass as before.
-    pub fn freeze_carrying(&self, needle: &str) {
-        *self.shared.needle.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some(needle.as_bytes().to_vec());
+    /// Every connection that has carried, or comes to carry, toward the sim all of
+    /// `needles` (parts of a request's head: a path, a query) goes silent until
+    /// [`Proxy::thaw`]; a request that makes it so does not reach the sim meanwhile.
+    /// Other connections pass as before.
+    pub fn freeze_carrying(&self, needles: &[&str]) {
+        let needles: Vec<Vec<u8>> = needles.iter().map(|n| n.as_bytes().to_vec()).collect();
+        for connection in self.shared.live() {
+            if connection.carries(&needles) {
+                connection.silent.store(true, Ordering::SeqCst);
+            }
+        }
+        *lock(&self.shared.needles) = Some(needles);
     }
 
-    /// Requests carrying the needle pass again; connections already silent stay so.
+    /// Every silent connection passes again, what it held back first.
     pub fn thaw(&self) {
-        *self.shared.needle.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *lock(&self.shared.needles) = None;
+        for connection in self.shared.live() {
+            connection.silent.store(false, Ordering::SeqCst);
+        }
+        self.shared.thawed.notify_waiters();
     }
 
     /// `user`'s kubeconfig on `sim`, pointing at this proxy.
@@ -109,13 +166,14 @@ impl Proxy {
     }
 }
 
-/// Copies `from` to `to` until either ends, or passes nothing more, forever, once the
-/// connection is silent (a request carrying the needle silences it when `requests`).
+/// Copies `from` to `to` until either ends, holding each chunk back while the
+/// connection is silent (`toward_sim`: what it carries is matched against the needles).
 async fn pipe(
     mut from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     connection: Arc<Connection>,
-    requests: bool,
+    shared: Arc<Shared>,
+    toward_sim: bool,
 ) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
@@ -123,13 +181,10 @@ async fn pipe(
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
-        if requests && connection.shared.carries_needle(&buf[..n]) {
-            connection.silent.store(true, Ordering::SeqCst);
+        if toward_sim {
+            shared.carried(&connection, &buf[..n]);
         }
-        if connection.is_silent() {
-            // Keeps both sockets open and passes nothing: a silent path.
-            std::future::pending::<()>().await;
-        }
+        shared.until_heard(&connection).await;
         if to.write_all(&buf[..n]).await.is_err() {
             return;
         }

@@ -6,9 +6,24 @@ use dispatch_kf_client::resources::TRAIN_JOB;
 use dispatch_kf_client::{Cluster, JobQuery, Known};
 use dispatch_kf_model::gates::{self, Edit};
 use dispatch_kf_model::{ClassifyOptions, Snapshot, classify, ended, json};
+use std::pin::pin;
+use std::time::Duration;
+
 use jiff::Timestamp;
 
 use crate::{Inner, edge};
+
+/// How long a read waits for the pods watch to take in the deletions its list already
+/// shows (`docs/backend.md#watch-and-the-deleted-pods-evidence`): the DELETED events of
+/// a large teardown can trail the list by seconds on a busy apiserver.
+const DELETIONS_CATCH_UP: Duration = Duration::from_secs(5);
+
+/// One read of a job: its snapshot, and the pods whose deletion the pods watch had not
+/// taken in yet (their last states missing from the snapshot's evidence).
+struct Read {
+    snapshot: Snapshot,
+    deletions_unseen: Vec<String>,
+}
 
 impl Inner {
     /// Everything one classification of `job` reads: the job's objects by label, and
@@ -25,31 +40,51 @@ impl Inner {
         cx: &CallContext,
         job: &JobId,
     ) -> Result<Snapshot> {
-        match self.hub.known_if_live(job) {
-            Some(known) => self.read(cluster, cx, job, Known::Index(&known)).await,
-            None => self.read(cluster, cx, job, Known::Implied).await,
-        }
+        Ok(self.read(cluster, cx, job).await?.snapshot)
     }
 
-    async fn read(
-        &self,
-        cluster: &Cluster,
-        cx: &CallContext,
-        job: &JobId,
-        known: Known<'_>,
-    ) -> Result<Snapshot> {
+    async fn read(&self, cluster: &Cluster, cx: &CallContext, job: &JobId) -> Result<Read> {
+        let known = self.hub.known_if_live(job);
         let query = JobQuery {
             namespace: &self.settings.namespace,
             job,
             mode: self.settings.mode,
             nodes_readable: self.preflight.nodes_readable,
-            known,
+            known: known.as_ref().map_or(Known::Implied, Known::Index),
         };
         let mut snapshot = cluster.read_job(cx, query).await?;
+        let deletions_unseen = self.catch_up_deletions(cx, job, &snapshot).await;
         self.evidence.forget_gone(job, &snapshot);
         snapshot.captured_pods.extend(self.evidence.of_job(job));
         snapshot.evidence_gap = self.evidence.gap_of(job);
-        Ok(snapshot)
+        Ok(Read { snapshot, deletions_unseen })
+    }
+
+    /// Waits, no longer than [`DELETIONS_CATCH_UP`] and the call, until the pods watch
+    /// has taken in every deletion the list already shows, so that the deleted pods'
+    /// last states are in the evidence before anything is classified; the names still
+    /// on their way when it stops waiting.
+    async fn catch_up_deletions(
+        &self,
+        cx: &CallContext,
+        job: &JobId,
+        snapshot: &Snapshot,
+    ) -> Vec<String> {
+        let until = edge::timer() + DELETIONS_CATCH_UP;
+        loop {
+            let mut changed = pin!(self.hub.pods_changed());
+            changed.as_mut().enable();
+            let unseen = self.hub.deletions_unseen(job, &snapshot.pods);
+            if unseen.is_empty() {
+                return unseen;
+            }
+            tokio::select! {
+                () = changed => {}
+                () = tokio::time::sleep_until(until) => return unseen,
+                () = cx.cancelled() => return unseen,
+                () = edge::deadline(cx) => return unseen,
+            }
+        }
     }
 
     /// The observations of a snapshot at `now`.
@@ -102,14 +137,25 @@ impl Inner {
 
     /// Every object of `job`, orphans included, and the in-flight mark.
     pub(crate) async fn find(&self, cx: &CallContext, job: &JobId) -> Result<Discovery> {
+        Ok(self.discover(cx, job).await?.0)
+    }
+
+    /// [`Inner::find`], and the job's pods whose deletion the pods watch had still not
+    /// taken in when the read stopped waiting (a Watch holds back an Ended meanwhile).
+    pub(crate) async fn discover(
+        &self,
+        cx: &CallContext,
+        job: &JobId,
+    ) -> Result<(Discovery, Vec<String>)> {
         self.check_open()?;
-        let snapshot = self.snapshot(cx, job).await?;
+        let read = self.read(&self.cluster, cx, job).await?;
         let now = edge::now();
-        Ok(Discovery {
+        let discovery = Discovery {
             job: job.clone(),
-            objects: self.observe_sealing(cx, &snapshot, now).await,
+            objects: self.observe_sealing(cx, &read.snapshot, now).await,
             in_flight: self.in_flight.get(job, now),
-        })
+        };
+        Ok((discovery, read.deletions_unseen))
     }
 
     /// One object: the observation of the reference's kind, name and UID.

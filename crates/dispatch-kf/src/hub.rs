@@ -25,10 +25,11 @@ use dispatch_kf_client::resources::{
     JOB_SET, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
 };
 use dispatch_kf_client::{Change, Changes, Cluster, KnownNames};
-use dispatch_kf_model::view::View;
+use dispatch_kf_model::view::{Pod, View};
 use dispatch_kf_model::{Mode, keys, names};
 use futures::StreamExt;
 use tokio::sync::Notify;
+use tokio::sync::futures::Notified;
 use tokio::task::AbortHandle;
 
 use crate::edge;
@@ -128,6 +129,8 @@ struct Shared {
     state: Mutex<State>,
     /// Woken whenever a kind's watch becomes live or fails.
     phase_changed: Notify,
+    /// Woken whenever the pods watch has taken in a change.
+    pods_changed: Notify,
     /// Where a deleted pod of a job with a Watch open leaves its last state.
     evidence: Arc<Evidence>,
 }
@@ -228,8 +231,12 @@ impl Hub {
         mode: Mode,
         evidence: Arc<Evidence>,
     ) -> Hub {
-        let shared =
-            Arc::new(Shared { state: Mutex::default(), phase_changed: Notify::new(), evidence });
+        let shared = Arc::new(Shared {
+            state: Mutex::default(),
+            phase_changed: Notify::new(),
+            pods_changed: Notify::new(),
+            evidence,
+        });
         Hub { cluster, namespace: namespace.to_owned(), mode, shared }
     }
 
@@ -249,6 +256,29 @@ impl Hub {
             matches!(state.kinds.get(feed.resource.kind).map(|k| &k.phase), Some(Phase::Live))
         });
         live.then(|| self.names_of(&state, job))
+    }
+
+    /// The pods of `job` that `listed` (a fresh list of its pods) no longer shows, but
+    /// that the live pods watch has not seen go: their DELETED events, and with them
+    /// their last states, are still on their way. Empty when the pods watch is not live
+    /// (no Watch keeps evidence, so nothing is on its way).
+    pub(crate) fn deletions_unseen(&self, job: &JobId, listed: &[Pod]) -> Vec<String> {
+        let state = self.shared.lock();
+        let Some(pods) = state.kinds.get(POD.kind).filter(|k| matches!(k.phase, Phase::Live))
+        else {
+            return Vec::new();
+        };
+        let known = pods.index.names_by_job.get(job).into_iter().flatten();
+        known
+            .filter(|name| !listed.iter().any(|p| p.meta.name() == name.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// Completes once the pods watch has taken in another change (enable it before
+    /// looking, so that a change in between is not missed).
+    pub(crate) fn pods_changed(&self) -> Notified<'_> {
+        self.shared.pods_changed.notified()
     }
 
     fn names_of(&self, state: &State, job: &JobId) -> KnownNames {
@@ -372,6 +402,9 @@ async fn run(shared: Arc<Shared>, resource: Resource, mut changes: Changes) {
             Ok(change) => {
                 if state.take_in(resource, change, &shared.evidence) {
                     shared.phase_changed.notify_waiters();
+                }
+                if resource.kind == POD.kind {
+                    shared.pods_changed.notify_waiters();
                 }
             }
             Err(e) => {

@@ -9,7 +9,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use dispatch_core::{CallContext, Error, JobId, ObjectKind, ObjectObs, ObsStream, Result, Watcher};
+use dispatch_core::{
+    CallContext, Discovery, Error, JobId, ObjectKind, ObjectObs, ObjectState, ObsStream, Result,
+    Watcher,
+};
 use tokio::sync::mpsc;
 
 use crate::coalesce::Coalescer;
@@ -33,7 +36,7 @@ impl Watcher for KubeflowBackend {
         self.inner.check_open()?;
         let watching = self.inner.evidence.watching(job);
         let subscription = self.inner.hub.subscribe(cx, job).await?;
-        let first = self.inner.find(cx, job).await?;
+        let first = self.inner.discover(cx, job).await?;
         let (tx, rx) = mpsc::channel(64);
         let rx = futures::stream::unfold(rx, |mut rx| async move {
             let item = rx.recv().await?;
@@ -47,7 +50,7 @@ impl Watcher for KubeflowBackend {
             tx,
             _watching: watching,
         };
-        tokio::spawn(pump.run(subscription, first.objects));
+        tokio::spawn(pump.run(subscription, first));
         Ok(Box::pin(rx))
     }
 }
@@ -64,7 +67,7 @@ struct Pump {
 }
 
 impl Pump {
-    async fn run(mut self, mut subscription: Subscription, first: Vec<ObjectObs>) {
+    async fn run(mut self, mut subscription: Subscription, first: (Discovery, Vec<String>)) {
         if !self.send_changed(first).await {
             return;
         }
@@ -79,9 +82,9 @@ impl Pump {
             if !coalescer.poll_find(edge::timer()) {
                 continue;
             }
-            match self.inner.find(&self.cx, &self.job).await {
+            match self.inner.discover(&self.cx, &self.job).await {
                 Ok(found) => {
-                    if !self.send_changed(found.objects).await {
+                    if !self.send_changed(found).await {
                         return;
                     }
                 }
@@ -116,10 +119,19 @@ impl Pump {
         }
     }
 
-    /// Sends each observation that differs from the last one sent for its object;
-    /// `false` when the receiver is gone.
-    async fn send_changed(&mut self, observations: Vec<ObjectObs>) -> bool {
-        for obs in observations {
+    /// Sends each observation of `found` that differs from the last one sent for its
+    /// object; `false` when the receiver is gone. While the pods watch has not taken in
+    /// deletions the read already showed (`found`'s names), an Ended is held back: it
+    /// could rest on a pod set missing their last states, and the supervisor acts on
+    /// the first Ended it gets. Those deletions arriving, or the pods watch listing
+    /// anew, make the next look.
+    async fn send_changed(&mut self, found: (Discovery, Vec<String>)) -> bool {
+        let (discovery, deletions_unseen) = found;
+        for obs in discovery.objects {
+            if obs.state == ObjectState::Ended && !deletions_unseen.is_empty() {
+                tracing::debug!(object = %obs.object.name, unseen = ?deletions_unseen, "an Ended held back until the pods watch has seen these deletions");
+                continue;
+            }
             let key = (obs.object.kind, obs.object.name.clone(), obs.object.uid.clone());
             let mut comparable = obs.clone();
             comparable.seen_at = jiff::Timestamp::UNIX_EPOCH;

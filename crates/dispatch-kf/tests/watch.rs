@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use dispatch_core::{Backend, ObjectState, Watcher};
+use dispatch_kf_testkit::Proxy;
 use dispatch_kf_testkit::*;
 use futures::StreamExt;
 use serde_json::json;
@@ -244,4 +245,55 @@ async fn a_relist_of_pods_while_watched_is_said_as_a_gap_in_the_evidence() {
     }
     let obs = seen.expect("the ended job says its evidence may have a gap");
     assert!(obs.cause.detail.contains("the watch of pods lost its place"), "{}", obs.cause.detail);
+}
+
+/// The first Ended a Watch sends is the right one, even while its pods watch lags: a
+/// rank runs out of memory and is deleted at once, while the Watch's pods watch
+/// connection passes nothing (a stalled connection, a lagging watch cache). Its Finds
+/// list the pods fresh and see the rank gone, but its last state has not arrived: the
+/// read waits for it, and past that wait the Watch holds the Ended back, until the
+/// connection passes again and the deletion arrives. On the real clock: the stall is
+/// longer than the read's wait.
+#[tokio::test]
+async fn the_first_ended_a_watch_sends_waits_for_deletions_its_pods_watch_has_not_seen() {
+    let sim = cluster_with(dispatch_kf_sim::SimOptions {
+        tls: false,
+        ..dispatch_kf_sim::SimOptions::default()
+    })
+    .await;
+    let proxy = Proxy::to(&sim).await;
+    let config = proxy.config(&sim, "admin").await;
+    let cluster = dispatch_kf_client::Cluster::from_kube_config(config, Duration::from_secs(5));
+    let b =
+        dispatch_kf::KubeflowBackend::with_cluster(settings(json!({})), cluster.unwrap(), &cx())
+            .await
+            .unwrap();
+    let object = running_job(&sim, &b, 1).await;
+    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    assert_eq!(next_obs(&mut stream).await.state, ObjectState::Running);
+
+    // Plain HTTP: the proxy tells the pods watch's connection by its request.
+    proxy.freeze_carrying(&["/pods?", "watch=true"]);
+    let rank = sim.list("pods", NS)[0]["metadata"]["name"].as_str().unwrap().to_owned();
+    assert!(sim.oom(NS, &rank));
+    assert!(sim.delete("pods", NS, &rank, dispatch_kf_sim::Propagation::Background));
+    sim.settle();
+    let thaw = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        proxy.thaw();
+        proxy
+    });
+    let ended = loop {
+        let obs = tokio::time::timeout(Duration::from_secs(30), stream.next())
+            .await
+            .expect("the Ended comes once the deletion arrives")
+            .expect("the stream is open")
+            .expect("the watch works");
+        if obs.state == ObjectState::Ended {
+            break obs;
+        }
+    };
+    assert_eq!(ended.object.uid, object.uid);
+    assert_eq!(ended.cause.kind, dispatch_core::CauseKind::OutOfMemory, "{ended:#?}");
+    thaw.await.unwrap();
 }
