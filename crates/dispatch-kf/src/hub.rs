@@ -146,6 +146,9 @@ struct State {
 /// One kind's watch.
 struct Kind {
     phase: Phase,
+    /// It replaced a watch of the kind that failed: its first list is a re-list too,
+    /// after a time in which changes went unseen.
+    replaced: bool,
     /// Stops the watch's task when the hub goes.
     task: AbortHandle,
     index: Index,
@@ -375,7 +378,8 @@ impl Hub {
             objects.watch_metadata(feed.selector)
         };
         let task = tokio::spawn(run(self.shared.clone(), feed.resource, changes)).abort_handle();
-        let kind = Kind { phase: Phase::Listing, task, index: Index::default() };
+        let replaced = state.kinds.contains_key(feed.resource.kind);
+        let kind = Kind { phase: Phase::Listing, replaced, task, index: Index::default() };
         if let Some(old) = state.kinds.insert(feed.resource.kind, kind) {
             old.task.abort();
         }
@@ -438,7 +442,11 @@ impl State {
         let Some(kind) = self.kinds.get_mut(resource.kind) else { return false };
         match change {
             Taken::Listed(index) => {
-                let relisted = matches!(kind.phase, Phase::Live);
+                // A list after the watch lost its place, or the first of a watch that
+                // replaced a failed one: either way changes went unseen before it.
+                let relisted = matches!(kind.phase, Phase::Live) || kind.replaced;
+                let was_live = matches!(kind.phase, Phase::Live);
+                kind.replaced = false;
                 kind.index = index;
                 kind.phase = Phase::Live;
                 if relisted {
@@ -454,7 +462,7 @@ impl State {
                         }
                     }
                 }
-                !relisted
+                !was_live
             }
             Taken::Applied(view) => {
                 let mut jobs = kind.index.remove(view.meta().name());

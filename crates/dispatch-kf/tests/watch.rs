@@ -297,3 +297,47 @@ async fn the_first_ended_a_watch_sends_waits_for_deletions_its_pods_watch_has_no
     assert_eq!(ended.cause.kind, dispatch_core::CauseKind::OutOfMemory, "{ended:#?}");
     thaw.await.unwrap();
 }
+
+/// A pods watch that failed (its apiserver unreachable for a while) and is started
+/// anew by the next Watch missed every deletion in between: its first list is a
+/// re-list, and the observations the missing pods could change say so. On the real
+/// clock, as the tests above.
+#[tokio::test]
+async fn a_pods_watch_started_again_after_it_failed_is_said_as_a_gap_in_the_evidence() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let object = running_job(&sim, &b, 1).await;
+    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    next_obs(&mut stream).await;
+    let down = dispatch_kf_sim::Fault::status(503, "ServiceUnavailable", "the apiserver is away");
+    sim.add_fault(dispatch_kf_sim::Fault::on("watch", "pods", down.clone()).always());
+    sim.add_fault(dispatch_kf_sim::Fault::on("list", "pods", down).always());
+    sim.close_watches();
+    let end = loop {
+        let item = tokio::time::timeout(Duration::from_secs(60), stream.next())
+            .await
+            .expect("the stream ends")
+            .expect("with an item");
+        if let Err(e) = item {
+            break e;
+        }
+    };
+    assert!(end.message().contains("attempts in a row failed"), "{}", end.message());
+    // Meanwhile the ranks fail and nobody watches them go.
+    for pod in sim.list("pods", NS) {
+        sim.exit(NS, pod["metadata"]["name"].as_str().unwrap(), 1);
+    }
+    sim.settle();
+    sim.clear_faults();
+    let mut again = b.watch(&cx(), &job(1)).await.unwrap();
+    let mut seen = None;
+    for _ in 0..100 {
+        let obs = next_obs(&mut again).await;
+        if obs.object.uid == object.uid && obs.cause.detail.contains("may be missing") {
+            seen = Some(obs);
+            break;
+        }
+    }
+    let obs = seen.expect("the job's observation says its evidence may have a gap");
+    assert!(obs.cause.detail.contains("the watch of pods lost its place"), "{}", obs.cause.detail);
+}
