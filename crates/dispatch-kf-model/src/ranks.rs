@@ -62,6 +62,12 @@ pub fn remaining(snapshot: &Snapshot, train_job: &str) -> Vec<String> {
     pods
 }
 
+/// Where a pod's execution stands in the order classification picks the current one
+/// by (R, then A: [`execution`]); `None` for a pod that carries no execution.
+pub fn execution_order(pod: &Pod) -> Option<(u64, u64)> {
+    execution::of_pod(pod).map(|e| execution::order_key(&e))
+}
+
 /// Rank 0 of the current execution: the live trainer pod with job index and
 /// completion index 0. `None` when there is none yet (or no more).
 pub fn rank_zero<'a>(snapshot: &'a Snapshot, train_job: &str) -> Option<&'a Pod> {

@@ -1,19 +1,29 @@
 //! Deleted pods' evidence (`docs/backend.md#watch-and-the-deleted-pods-evidence`): while
 //! a Watch is open, a deleted pod of the job leaves its last state (exit code,
-//! DisruptionTarget) here, against its TrainJob, the newest 256 per TrainJob. Every
-//! later classification by this Backend reads them. It lives in this Backend's memory
-//! only, and no longer than it can matter: once no Watch of the job is open, a Find that
-//! no longer sees a TrainJob forgets its evidence.
+//! DisruptionTarget) here, against its TrainJob. Every later classification by this
+//! Backend reads them. What is kept grows with the job's own ranks, not a constant: for
+//! each TrainJob name, its newest instances, and of each the pods of its newest
+//! executions, however many ranks they have (the rank that failed first, whose pod a
+//! teardown deletes first, is the cause). It lives in this Backend's memory only, and
+//! no longer than it can matter: once no Watch of the job is open, a Find that no
+//! longer sees a TrainJob forgets its evidence.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dispatch_core::JobId;
 use dispatch_kf_model::view::Pod;
-use dispatch_kf_model::{Snapshot, keys, names};
+use dispatch_kf_model::{Snapshot, keys, names, ranks};
 
-/// How many deleted pods are kept per TrainJob; the oldest go first.
-pub(crate) const KEPT_PER_TRAIN_JOB: usize = 256;
+/// How many instances of a TrainJob name are kept (an instance is a JobSet, told by
+/// the UID its pods carry): the current one, and the one before it.
+const INSTANCES_KEPT: usize = 2;
+/// How many executions of an instance are kept whole, the newest by classification's
+/// order: the current one, and the one before it.
+const EXECUTIONS_KEPT: usize = 2;
+/// How many pods that carry no execution (not dispatch's labels) are kept per
+/// instance; the oldest go first.
+const UNPLACED_KEPT: usize = 256;
 
 /// The captured pods, and the Watches open, by job.
 #[derive(Default)]
@@ -24,12 +34,62 @@ pub(crate) struct Evidence {
 #[derive(Default)]
 struct State {
     /// The captured pods, by job, then by TrainJob name.
-    pods: HashMap<JobId, HashMap<String, VecDeque<Pod>>>,
+    pods: HashMap<JobId, HashMap<String, Kept>>,
     /// How many Watches of each job are open.
     watches: HashMap<JobId, usize>,
     /// When the watch of pods last lost its place while a Watch of the job was open:
     /// pods deleted before then may be missing.
     gaps: HashMap<JobId, jiff::Timestamp>,
+}
+
+/// The deleted pods kept of one TrainJob name: its instances, the newest last.
+#[derive(Default)]
+struct Kept {
+    instances: VecDeque<Instance>,
+}
+
+/// The deleted pods kept of one instance (the JobSet UID they carry, empty for none).
+struct Instance {
+    uid: String,
+    /// By execution, in classification's order; `None` for pods that carry none, the
+    /// oldest first.
+    executions: BTreeMap<Option<(u64, u64)>, VecDeque<Pod>>,
+}
+
+impl Kept {
+    /// Keeps `pod`, in place of an earlier capture of it, then lets go of what no
+    /// longer can matter: instances and executions older than the newest kept.
+    fn keep(&mut self, pod: Pod) {
+        let uid = pod.meta.label(keys::JOBSET_UID).unwrap_or_default().to_owned();
+        let at = self.instances.iter().position(|i| i.uid == uid);
+        let mut instance = match at.and_then(|at| self.instances.remove(at)) {
+            Some(instance) => instance,
+            None => Instance { uid, executions: BTreeMap::new() },
+        };
+        for pods in instance.executions.values_mut() {
+            pods.retain(|p| p.meta.uid() != pod.meta.uid());
+        }
+        let pods = instance.executions.entry(ranks::execution_order(&pod)).or_default();
+        pods.push_back(pod);
+        if let Some(unplaced) = instance.executions.get_mut(&None) {
+            while unplaced.len() > UNPLACED_KEPT {
+                unplaced.pop_front();
+            }
+        }
+        while instance.executions.keys().filter(|k| k.is_some()).count() > EXECUTIONS_KEPT {
+            let oldest = instance.executions.keys().find(|k| k.is_some()).copied();
+            instance.executions.remove(&oldest.flatten());
+        }
+        instance.executions.retain(|_, pods| !pods.is_empty());
+        self.instances.push_back(instance);
+        while self.instances.len() > INSTANCES_KEPT {
+            self.instances.pop_front();
+        }
+    }
+
+    fn pods(&self) -> impl Iterator<Item = &Pod> {
+        self.instances.iter().flat_map(|i| i.executions.values().flatten())
+    }
 }
 
 /// One open Watch of a job: while any is open, the job's evidence is kept whole.
@@ -72,12 +132,7 @@ impl Evidence {
             },
         };
         let mut state = self.lock();
-        let kept = state.pods.entry(job.clone()).or_default().entry(train_job).or_default();
-        kept.retain(|p| p.meta.uid() != pod.meta.uid());
-        kept.push_back(pod);
-        while kept.len() > KEPT_PER_TRAIN_JOB {
-            kept.pop_front();
-        }
+        state.pods.entry(job.clone()).or_default().entry(train_job).or_default().keep(pod);
     }
 
     /// The watch of pods lost its place and listed anew at `at`, while a Watch of `job`
@@ -91,12 +146,12 @@ impl Evidence {
         self.lock().gaps.get(job).copied()
     }
 
-    /// Every captured pod of `job`, oldest first per TrainJob.
+    /// Every captured pod of `job`, by TrainJob, instance and execution.
     pub(crate) fn of_job(&self, job: &JobId) -> Vec<Pod> {
         let state = self.lock();
         let mut train_jobs: Vec<_> = state.pods.get(job).into_iter().flatten().collect();
         train_jobs.sort_by(|a, b| a.0.cmp(b.0));
-        train_jobs.into_iter().flat_map(|(_, pods)| pods.iter().cloned()).collect()
+        train_jobs.into_iter().flat_map(|(_, kept)| kept.pods().cloned()).collect()
     }
 
     /// After a read of `job`'s objects: with no Watch of the job open, forgets the
@@ -130,28 +185,74 @@ mod tests {
     use dispatch_kf_model::view::View;
     use serde_json::json;
 
-    fn pod(i: usize) -> Pod {
+    const JOB: &str = "01JDQ4V8Z6K3M0B7X2N5R9T1CE";
+    const TRAIN_JOB: &str = "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1";
+
+    /// Deleted pod `i` of the TrainJob: of `instance` (a JobSet UID) and of execution
+    /// (A, J) when given.
+    fn placed(i: usize, instance: &str, execution: Option<(u64, u64)>) -> Pod {
+        let mut labels = json!({keys::JOBSET_NAME: TRAIN_JOB, keys::JOBSET_UID: instance});
+        let mut annotations = json!({});
+        if let Some((a, j)) = execution {
+            labels[keys::JOBSET_RESTART_ATTEMPT] = json!(j.to_string());
+            annotations[keys::ANN_ADMISSION] = json!(a.to_string());
+        }
         let bytes = serde_json::to_vec(&json!({
             "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": format!("dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1-node-0-{i}-abcde"), "uid": format!("u{i}"),
-                         "labels": {keys::JOBSET_NAME: "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1"}}
+            "metadata": {"name": format!("{TRAIN_JOB}-node-0-{i}-abcde"), "uid": format!("u{i}"),
+                         "labels": labels, "annotations": annotations}
         }))
         .unwrap();
         let View::Pod(pod) = read_object(&bytes).unwrap() else { panic!("a Pod is read as a Pod") };
         pod
     }
 
+    fn pod(i: usize) -> Pod {
+        placed(i, "js-1", Some((1, 0)))
+    }
+
+    fn uids(pods: &[Pod]) -> Vec<&str> {
+        pods.iter().map(|p| p.meta.uid()).collect()
+    }
+
+    /// A 1,024-rank job whose rank out of memory is deleted first, then the other
+    /// 1,023 by the teardown: every one is kept, the first too, so the cause is that
+    /// rank's, not one the teardown killed.
     #[test]
-    fn three_hundred_deleted_pods_keep_the_newest_256() {
+    fn every_rank_of_a_large_execution_is_kept_the_first_deleted_too() {
         let evidence = Evidence::default();
-        let job = JobId::parse("01JDQ4V8Z6K3M0B7X2N5R9T1CE").unwrap();
-        for i in 0..300 {
+        let job = JobId::parse(JOB).unwrap();
+        for i in 0..1024 {
             evidence.capture(&job, pod(i));
         }
         let kept = evidence.of_job(&job);
-        assert_eq!(kept.len(), KEPT_PER_TRAIN_JOB);
-        assert_eq!(kept[0].meta.uid(), "u44", "the oldest 44 are dropped");
-        assert_eq!(kept[255].meta.uid(), "u299");
+        assert_eq!(kept.len(), 1024);
+        assert_eq!(kept[0].meta.uid(), "u0", "the first deleted is kept");
+    }
+
+    /// What can no longer matter goes: executions older than the newest two of an
+    /// instance (by R, then A), instances older than the newest two, and pods that
+    /// carry no execution beyond the newest 256.
+    #[test]
+    fn only_the_newest_executions_and_instances_are_kept() {
+        let evidence = Evidence::default();
+        let job = JobId::parse(JOB).unwrap();
+        // Executions (A, J) = (1, 0), then (1, 1), then (2, 0): R = 1, 2, 2.
+        evidence.capture(&job, placed(1, "js-1", Some((1, 0))));
+        evidence.capture(&job, placed(2, "js-1", Some((1, 1))));
+        evidence.capture(&job, placed(3, "js-1", Some((2, 0))));
+        assert_eq!(uids(&evidence.of_job(&job)), ["u2", "u3"], "(1, 0) is the oldest");
+        // Two more instances of the name: the first goes.
+        evidence.capture(&job, placed(4, "js-2", Some((1, 0))));
+        evidence.capture(&job, placed(5, "js-3", Some((1, 0))));
+        assert_eq!(uids(&evidence.of_job(&job)), ["u4", "u5"]);
+        // Pods without an execution: the newest 256.
+        for i in 100..400 {
+            evidence.capture(&job, placed(i, "js-3", None));
+        }
+        let kept = evidence.of_job(&job);
+        assert_eq!(kept.len(), 2 + UNPLACED_KEPT);
+        assert!(uids(&kept).contains(&"u144") && !uids(&kept).contains(&"u143"));
     }
 
     fn snapshot_with(train_jobs: &[&str]) -> Snapshot {
@@ -170,7 +271,7 @@ mod tests {
         let job = JobId::parse("01JDQ4V8Z6K3M0B7X2N5R9T1CE").unwrap();
         let (one, other) = (evidence.watching(&job), evidence.watching(&job));
         evidence.capture(&job, pod(1));
-        let train_job = "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1";
+        let train_job = TRAIN_JOB;
         evidence.forget_gone(&job, &snapshot_with(&[]));
         assert_eq!(evidence.of_job(&job).len(), 1, "kept while a Watch is open");
         drop(one);

@@ -72,6 +72,44 @@ async fn a_rank_out_of_memory_ends_the_job_with_that_cause_naming_the_rank() {
     );
 }
 
+/// A job of more ranks than any fixed cap on the evidence (300; the cap was 256): the
+/// rank out of memory goes first, then the teardown deletes the other 299. The
+/// evidence keeps the whole execution, so the job ends out-of-memory naming that rank,
+/// not with a cause the teardown made (checked: with the old cap it ends
+/// non-zero-exit). The sim's controllers run only when told, so that the rank is
+/// deleted before the others.
+#[tokio::test]
+async fn a_large_job_whose_rank_out_of_memory_is_deleted_first_ends_out_of_memory() {
+    let sim = cluster_with(dispatch_kf_sim::SimOptions {
+        auto_settle: false,
+        ..dispatch_kf_sim::SimOptions::default()
+    })
+    .await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let mut large = request(&job(1), 1);
+    (large.spec.nodes, large.spec.gpus_per_node) = (300, 0);
+    let object = b.start(&cx(), &large).await.unwrap();
+    sim.settle();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    assert_eq!(until(&mut stream, |_| true).await.state, ObjectState::Running);
+    let mut ranks: Vec<String> = sim.list("pods", NS).iter().map(name).collect();
+    assert_eq!(ranks.len(), 300);
+    ranks.sort();
+    let first = ranks.remove(0);
+    assert!(sim.oom(NS, &first));
+    assert!(sim.delete("pods", NS, &first, dispatch_kf_sim::Propagation::Background));
+    // The Job controller lets the failed rank's pod go (its tracking finalizer) before
+    // the kubelets confirm the teardown's deletions of the others.
+    sim.settle();
+    let ended = until(&mut stream, |o| o.state == ObjectState::Ended).await;
+    assert!(sim.list("pods", NS).is_empty(), "the teardown deleted the other ranks");
+    assert_eq!(ended.object.uid, object.uid);
+    assert_eq!(ended.cause.kind, CauseKind::OutOfMemory, "{:#?}", ended.cause);
+    assert!(ended.cause.detail.starts_with(&format!("pod {first}:")), "{}", ended.cause.detail);
+}
+
 #[tokio::test]
 async fn a_lost_node_is_node_lost_and_ceases_once_tainted_out_of_service() {
     let sim = cluster().await;
