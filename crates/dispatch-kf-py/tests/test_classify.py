@@ -97,6 +97,14 @@ def test_bad_options_and_values_that_are_not_json_are_value_errors():
         dispatch_kf.classify([], mode="gke")
     with pytest.raises(ValueError, match="nodes_readable"):
         dispatch_kf.classify([], nodes_readable="yes")
+    deep = {"apiVersion": "v1", "kind": "Pod", "metadata": {}}
+    for _ in range(100_000):
+        deep = {"apiVersion": "v1", "kind": "List", "items": [deep]}
+    with pytest.raises(ValueError, match="nested too deeply"):
+        dispatch_kf.classify(deep, now=NOW)
+    shallow_in_python = "[" * 10_000 + "]" * 10_000
+    with pytest.raises(ValueError):
+        dispatch_kf._native.classify_json(shallow_in_python, "plain", None, NOW)
     with pytest.raises(ValueError, match="document is not JSON"):
         dispatch_kf.classify({"apiVersion": "v1", "kind": "Pod", "metadata": {"x": object()}})
     with pytest.raises(TypeError):
@@ -112,3 +120,51 @@ def test_datetimes_inside_a_document_read_as_kubernetes_writes_them():
             item["metadata"]["creationTimestamp"] = datetime.datetime.fromisoformat(
                 stamp.replace("Z", "+00:00"))
     assert dispatch_kf.classify(with_datetimes, now=NOW) == dispatch_kf.classify(dump, now=NOW)
+
+
+def test_without_nodes_readable_a_document_is_read_as_the_cli_reads_it():
+    """A TrainJob and its pods without any Node (what a TrainerClient user has at
+    hand): as the command without --nodes-readable, no pod is judged node-lost."""
+    for dump in DUMPS:
+        document = json.loads(dump.read_text())
+        mode, _ = options(dump.name)
+        done = cli("classify", "-o", "json", "--now", NOW, "--mode", mode, str(dump))
+        assert done.returncode == 0, done.stderr.decode()
+        assert dispatch_kf.classify(document, mode=mode, now=NOW) == json.loads(done.stdout), dump.name
+    no_nodes = [o for o in DUMPS if o.name.endswith("-no-nodes.json")]
+    assert no_nodes, "some dumps hold no Node"
+
+
+def test_the_gil_is_released_while_a_large_document_is_classified():
+    """Another Python thread runs while one thread classifies a large document: it
+    stamps the time in a loop, and some stamps fall well inside the call. The document
+    grows until a call lasts long enough to tell."""
+    import threading
+    import time
+    items = json.loads((ROOT / "fixtures" / "dumps" / "complete.json").read_text())["items"]
+    margin = 0.05
+    copies = 16
+    while True:
+        text = json.dumps({"apiVersion": "v1", "kind": "List", "items": items * copies})
+        stamps = []
+        done = threading.Event()
+
+        def tick():
+            while not done.is_set():
+                stamps.append(time.perf_counter())
+
+        ticker = threading.Thread(target=tick)
+        ticker.start()
+        try:
+            start = time.perf_counter()
+            dispatch_kf._native.classify_json(text, "plain", None, NOW)
+            end = time.perf_counter()
+        finally:
+            done.set()
+            ticker.join()
+        if end - start > 4 * margin or copies >= 4096:
+            break
+        copies *= 2
+    assert end - start > 4 * margin, f"even {copies} copies classify too fast to tell"
+    inside = [t for t in stamps if start + margin < t < end - margin]
+    assert inside, "the other thread never ran while classifying"

@@ -17,22 +17,26 @@ __all__ = ["classify"]
 _MODES = ("plain", "kueue")
 
 
-def classify(document, *, mode="plain", nodes_readable=True, now=None):
+def classify(document, *, mode="plain", nodes_readable=None, now=None):
     """The observations of the objects in ``document``.
 
     ``document`` is a Kubernetes object or List as plain dicts, or a list of objects.
     ``mode`` is ``"plain"`` (no Kueue: the gate and holds are ``spec.suspend``) or
     ``"kueue"`` (Kueue admits the TrainJobs). ``nodes_readable=False`` never judges a
-    pod node-lost from its Node's state. ``now`` is the time of the observation, an
-    RFC 3339 string or a timezone-aware ``datetime``; the current time when omitted.
+    pod node-lost from its Node's state; ``True`` says the document holds every Node
+    there is; when omitted, it is decided as ``dispatch-kf classify`` decides it: a
+    document that holds no Node is read as without permission to read Nodes. ``now``
+    is the time of the observation, an RFC 3339 string or a timezone-aware
+    ``datetime``; the current time when omitted.
 
     Objects are read as leniently as ``dispatch-kf classify`` reads them; what is not a
-    document raises ``ValueError`` in its words.
+    document raises ``ValueError`` in its words. The classification runs without the
+    GIL; a fault in the classifier itself raises ``RuntimeError``.
     """
     if mode not in _MODES:
         raise ValueError(f"mode {mode!r} is not 'plain' or 'kueue'")
-    if not isinstance(nodes_readable, bool):
-        raise ValueError(f"nodes_readable {nodes_readable!r} is not True or False")
+    if nodes_readable is not None and not isinstance(nodes_readable, bool):
+        raise ValueError(f"nodes_readable {nodes_readable!r} is not True, False or None")
     if isinstance(now, _datetime.datetime):
         if now.tzinfo is None or now.utcoffset() is None:
             raise ValueError(f"now {now!r} has no timezone: give an aware datetime")
@@ -46,6 +50,8 @@ def classify(document, *, mode="plain", nodes_readable=True, now=None):
     except (TypeError, ValueError) as e:
         raise ValueError(f"document is not JSON: {e}: give plain dicts, as "
                          "ApiClient().sanitize_for_serialization makes them") from None
+    except RecursionError:
+        raise ValueError("document is nested too deeply to be a Kubernetes object") from None
     return _json.loads(_classify_json(text, mode, nodes_readable, now))
 
 
