@@ -93,6 +93,24 @@ pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), NotWritten> {
     written.map_err(failed)
 }
 
+/// Writes `bytes` to `path` as a file only its owner may read or write (0600, made so
+/// when it existed with more), never through a symbolic link: one at `path` is refused
+/// (the kernel's `O_NOFOLLOW`), so a link planted in a shared folder cannot make the
+/// command write elsewhere. For a file the user names, in a folder that is not ours to
+/// change (`sim serve --kubeconfig-out /tmp/...`).
+pub(crate) fn write_own(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let no_follow = i32::try_from(rustix::fs::OFlags::NOFOLLOW.bits()).unwrap_or(0);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(no_follow)
+        .open(path)?;
+    file.set_permissions(Permissions::from_mode(0o600))?;
+    file.write_all(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +166,24 @@ mod tests {
         assert_eq!(mode(&root), 0o700, "writing makes a folder of ours private again");
         assert_eq!(read(&path).unwrap().as_deref(), Some(&b"y"[..]));
         fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_named_file_is_written_0600_and_never_through_a_link() {
+        let dir = dir("own");
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("kubeconfig");
+        write_own(&path, b"first").unwrap();
+        assert_eq!((fs::read(&path).unwrap(), mode(&path)), (b"first".to_vec(), 0o600));
+        fs::set_permissions(&path, Permissions::from_mode(0o644)).unwrap();
+        write_own(&path, b"second").unwrap();
+        assert_eq!((fs::read(&path).unwrap(), mode(&path)), (b"second".to_vec(), 0o600));
+        let target = dir.join("elsewhere");
+        fs::write(&target, b"theirs").unwrap();
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(write_own(&link, b"mine").is_err(), "a link is refused");
+        assert_eq!(fs::read(&target).unwrap(), b"theirs", "nothing was written through it");
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

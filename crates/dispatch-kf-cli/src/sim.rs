@@ -78,8 +78,8 @@ impl ServeArgs {
         let kubeconfig = sim.kubeconfig_yaml("admin").map_err(|e| failed(&e))?;
         match &self.kubeconfig_out {
             Some(path) => {
-                std::fs::write(path, &kubeconfig)
-                    .map_err(|e| Error::invalid(format!("cannot write {path}: {e}")))?;
+                crate::private_file::write_own(std::path::Path::new(path), kubeconfig.as_bytes())
+                    .map_err(|e| Error::invalid(format!("cannot write {path}: {e} (it is written 0600, never through a symbolic link)")))?;
                 eprintln!("dispatch-kf: simulated cluster at {}; kubeconfig in {path}", sim.url());
             }
             None => crate::output::write_stdout(kubeconfig.as_bytes())?,

@@ -182,10 +182,10 @@ fn row(o: &ObjectObs, now: Timestamp) -> [String; 10] {
     }
     let flags = if flags.is_empty() { "-".to_owned() } else { flags.join(",") };
     let age = o.cause.at.map_or("-".to_owned(), |at| age(now, at));
-    let detail = if o.cause.detail.is_empty() { "-".to_owned() } else { o.cause.detail.clone() };
+    let detail = if o.cause.detail.is_empty() { "-" } else { o.cause.detail.as_str() };
     [
         o.object.kind.name().to_owned(),
-        o.object.name.clone(),
+        printable(&o.object.name),
         o.submission.to_string(),
         o.state.to_string(),
         o.cause.kind.to_string(),
@@ -193,8 +193,23 @@ fn row(o: &ObjectObs, now: Timestamp) -> [String; 10] {
         exec,
         flags,
         age,
-        detail,
+        printable(detail),
     ]
+}
+
+/// `text` with every control character written as an escape (`\x1b`, `\u{9b}`), as
+/// kubectl prints what a workload wrote: a container's termination message reaches the
+/// detail, and its escape sequences must not drive the reader's terminal.
+fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            c if !c.is_control() => out.push(c),
+            c if u32::from(c) < 0x80 => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+        }
+    }
+    out
 }
 
 /// `45s`, `12m`, `3h`, `2d`, as kubectl writes ages; `0s` for a time after `now`.
@@ -231,6 +246,15 @@ mod tests {
         assert_eq!(age(now, at("2026-11-29T09:00:00Z")), "3h");
         assert_eq!(age(now, at("2026-11-25T12:00:00Z")), "4d");
         assert_eq!(age(now, at("2026-11-29T12:00:10Z")), "0s");
+    }
+
+    #[test]
+    fn control_characters_a_workload_wrote_are_printed_as_escapes() {
+        let written = "exit 1 \u{1b}[2J\u{1b}]0;owned\u{7}\r\tdone \u{9b}31m héllo";
+        let row = row(&observation(written), Timestamp::UNIX_EPOCH);
+        assert_eq!(row[9], "exit 1 \\x1b[2J\\x1b]0;owned\\x07\\x0d\\x09done \\u{9b}31m héllo");
+        let text = render(&[observation(written)], Timestamp::UNIX_EPOCH, Layout::stdout(true));
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
     }
 
     #[test]

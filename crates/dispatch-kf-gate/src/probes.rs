@@ -2,13 +2,16 @@
 //! listen address (`--probe-address`), from a [`Telemetry`].
 
 use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::telemetry::Telemetry;
@@ -44,9 +47,21 @@ fn answer(telemetry: &Telemetry, method: &Method, path: &str) -> Response<Full<B
     }
 }
 
+/// How many probe connections are served at once; one more is closed at once.
+pub const MAX_CONNECTIONS: usize = 32;
+/// How long a connection may take to send a request's head.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one connection is served at most, keep-alive included.
+const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
+/// How long the server waits before accepting again after an accept failed (out of
+/// file descriptors, say), so that the failure does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
+
 /// Serves the probes on `listener` until `shutdown` is cancelled; connections already
-/// open are dropped then.
+/// open are dropped then. Bounded: at most [`MAX_CONNECTIONS`] at once, each given
+/// [`HEADER_READ_TIMEOUT`] for a request's head and a minute in all.
 pub async fn serve(listener: TcpListener, telemetry: Telemetry, shutdown: CancellationToken) {
+    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -56,21 +71,31 @@ pub async fn serve(listener: TcpListener, telemetry: Telemetry, shutdown: Cancel
             Ok((stream, _)) => stream,
             Err(error) => {
                 tracing::warn!(%error, "probe server: accept failed");
-                continue;
+                tokio::select! {
+                    () = tokio::time::sleep(ACCEPT_BACKOFF) => continue,
+                    () = shutdown.cancelled() => return,
+                }
             }
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            tracing::debug!("probe server: {MAX_CONNECTIONS} connections open; one more closed");
+            continue;
         };
         let telemetry = telemetry.clone();
         let stop = shutdown.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             let service = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let response = answer(&telemetry, request.method(), request.uri().path());
                 async move { Ok::<_, Infallible>(response) }
             });
             let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
                 .serve_connection(TokioIo::new(stream), service);
             tokio::select! {
-                result = connection => {
-                    if let Err(error) = result {
+                result = tokio::time::timeout(CONNECTION_LIFETIME, connection) => {
+                    if let Ok(Err(error)) = result {
                         tracing::debug!(%error, "probe server: connection ended");
                     }
                 }

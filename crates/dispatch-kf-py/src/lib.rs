@@ -66,9 +66,8 @@ fn classify_json(
     nodes_readable: Option<bool>,
     now: Option<&str>,
 ) -> PyResult<String> {
-    let classified = py.detach(|| {
-        std::panic::catch_unwind(|| classify_text(document, mode, nodes_readable, now))
-    });
+    let classified = py
+        .detach(|| std::panic::catch_unwind(|| classify_text(document, mode, nodes_readable, now)));
     match classified {
         Ok(answer) => answer.map_err(|e| PyValueError::new_err(e.message().to_owned())),
         Err(panic) => Err(PyRuntimeError::new_err(format!(

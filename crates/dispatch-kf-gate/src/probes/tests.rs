@@ -3,6 +3,8 @@
 
 use dispatch_kf_model::readmission::Decision;
 use dispatch_kf_testkit::http_get as get;
+use std::time::Duration;
+
 use tokio::net::TcpListener;
 
 use super::*;
@@ -88,4 +90,68 @@ async fn metrics_count_reconciles_decisions_errors_and_leadership() {
     }
     assert!(metrics.contains("# TYPE dispatch_gate_leading gauge"), "{metrics}");
     stop.cancel();
+}
+
+/// Reads `stream` until the server closes it; `true` when it did so without answering.
+async fn closed_unanswered(stream: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    matches!(stream.read_to_end(&mut buf).await, Ok(0)) || buf.is_empty()
+}
+
+/// A connection that never sends a request's head is closed once the header read
+/// timeout passes, on tokio's clock; the probes still answer meanwhile.
+#[tokio::test(start_paused = true)]
+async fn a_connection_that_sends_nothing_is_closed_after_the_header_read_timeout() {
+    let telemetry = Telemetry::new();
+    let (address, stop) = server(&telemetry).await;
+    let mut silent = tokio::net::TcpStream::connect(address).await.unwrap();
+    let started = tokio::time::Instant::now();
+    let closed = tokio::time::timeout(HEADER_READ_TIMEOUT * 3, closed_unanswered(&mut silent))
+        .await
+        .expect("the silent connection is closed");
+    assert!(closed);
+    assert!(started.elapsed() >= HEADER_READ_TIMEOUT, "{:?}", started.elapsed());
+    stop.cancel();
+}
+
+/// Past [`MAX_CONNECTIONS`] open at once, one more is closed at once, and a probe
+/// answers again once one of them goes.
+#[tokio::test]
+async fn connections_past_the_cap_are_closed_and_the_cap_frees_as_they_go() {
+    let telemetry = Telemetry::new();
+    let (address, stop) = server(&telemetry).await;
+    let mut open = Vec::new();
+    for _ in 0..MAX_CONNECTIONS {
+        open.push(tokio::net::TcpStream::connect(address).await.unwrap());
+    }
+    let mut extra = tokio::net::TcpStream::connect(address).await.unwrap();
+    let closed = tokio::time::timeout(Duration::from_secs(2), closed_unanswered(&mut extra))
+        .await
+        .expect("the connection past the cap is closed at once");
+    assert!(closed);
+    drop(open.pop());
+    // The server notices the closed connection and frees its place.
+    let mut answered = false;
+    for _ in 0..100 {
+        if try_healthz(address).await == Some(503) {
+            answered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(answered, "a place was freed and a probe answered");
+    stop.cancel();
+}
+
+/// `/healthz`'s status, or `None` when the connection is closed without an answer.
+async fn try_healthz(address: std::net::SocketAddr) -> Option<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
+    let request = "GET /healthz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n";
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = String::new();
+    let read = stream.read_to_string(&mut response);
+    tokio::time::timeout(Duration::from_secs(2), read).await.ok()?.ok()?;
+    response.split(' ').nth(1)?.parse().ok()
 }
