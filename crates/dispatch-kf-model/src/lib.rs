@@ -107,7 +107,7 @@ mod settings;
 mod snapshot;
 
 // Classification: a snapshot of objects, the mode and `now` to observations.
-pub use classify::{ClassifyOptions, classify, classify_train_jobs};
+pub use classify::{ClassifyOptions, classify, classify_train_jobs, gone};
 pub use mode::Mode;
 pub use snapshot::Snapshot;
 

@@ -13,6 +13,7 @@ use dispatch_core::{
     CallContext, Discovery, Error, JobId, ObjectKind, ObjectObs, ObjectState, ObsStream, Result,
     Watcher,
 };
+use dispatch_kf_model::gone;
 use tokio::sync::mpsc;
 
 use crate::coalesce::Coalescer;
@@ -119,6 +120,23 @@ impl Pump {
         }
     }
 
+    /// The last word on each TrainJob last sent alive that `objects` no longer holds:
+    /// deleted, so ended (`dispatch_kf_model::gone`). Without it the last
+    /// item a supervisor got for it would say `running` for ever.
+    fn gone(&self, objects: &[ObjectObs]) -> Vec<ObjectObs> {
+        let now = edge::now();
+        let held = |key: &(ObjectKind, String, String)| {
+            objects
+                .iter()
+                .any(|o| (o.object.kind, &o.object.name, &o.object.uid) == (key.0, &key.1, &key.2))
+        };
+        self.sent
+            .iter()
+            .filter(|(key, last)| key.0 == ObjectKind::TrainJob && last.is_alive() && !held(key))
+            .map(|(_, last)| gone(last, now))
+            .collect()
+    }
+
     /// Sends each observation of `found` that differs from the last one sent for its
     /// object; `false` when the receiver is gone. While the pods watch has not taken in
     /// deletions the read already showed (`found`'s names), an Ended is held back: it
@@ -127,7 +145,8 @@ impl Pump {
     /// anew, make the next look.
     async fn send_changed(&mut self, found: (Discovery, Vec<String>)) -> bool {
         let (discovery, deletions_unseen) = found;
-        for obs in discovery.objects {
+        let gone = self.gone(&discovery.objects);
+        for obs in discovery.objects.into_iter().chain(gone) {
             if obs.state == ObjectState::Ended && !deletions_unseen.is_empty() {
                 tracing::debug!(object = %obs.object.name, unseen = ?deletions_unseen, "an Ended held back until the pods watch has seen these deletions");
                 continue;

@@ -341,3 +341,28 @@ async fn a_pods_watch_started_again_after_it_failed_is_said_as_a_gap_in_the_evid
     let obs = seen.expect("the job's observation says its evidence may have a gap");
     assert!(obs.cause.detail.contains("the watch of pods lost its place"), "{}", obs.cause.detail);
 }
+
+/// A watched TrainJob someone else deletes (an administrator's `kubectl delete`) gets
+/// a last item: ended, cancelled by an actor, on the execution it was on. Without it
+/// the last item the supervisor got would say running for ever.
+#[tokio::test]
+async fn a_watched_train_job_someone_deletes_ends_the_stream_of_it_cancelled() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let object = running_job(&sim, &b, 1).await;
+    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    let running = next_obs(&mut stream).await;
+    assert_eq!(running.state, ObjectState::Running);
+    assert!(sim.delete("trainjobs", NS, &object.name, dispatch_kf_sim::Propagation::Foreground));
+    sim.settle();
+    let last = loop {
+        let obs = next_obs(&mut stream).await;
+        if obs.object.uid == object.uid && obs.state == ObjectState::Ended {
+            break obs;
+        }
+    };
+    assert_eq!(last.cause.kind, dispatch_core::CauseKind::Cancelled, "{last:#?}");
+    assert_eq!(last.cause.provenance, Some(dispatch_core::Provenance::Actor));
+    assert!(last.cause.detail.contains("was deleted while running"), "{}", last.cause.detail);
+    assert_eq!(last.execution, running.execution);
+}

@@ -12,6 +12,7 @@ pub(crate) mod execution;
 mod facts;
 mod findings;
 mod foreign;
+mod gone;
 mod index;
 mod initializer;
 pub(crate) mod instance;
@@ -31,6 +32,7 @@ use crate::mode::Mode;
 use crate::snapshot::Snapshot;
 use crate::view::TrainJob;
 use facts::Facts;
+pub use gone::gone;
 use index::Index;
 
 /// The settings of one classification.
