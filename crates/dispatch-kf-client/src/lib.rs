@@ -72,7 +72,7 @@ mod watch;
 pub use cancel::cancellable;
 pub use cluster::{Cluster, ClusterConfig, WATCH_TIMEOUT};
 pub use identity::Identity;
-pub use objects::{CONFLICT_TRIES, Created, Deleted, LIST_RESTARTS, Objects};
+pub use objects::{CONFLICT_TRIES, Created, Deleted, LIST_PAGE, LIST_RESTARTS, Objects};
 pub use probe::Permission;
 pub use snapshot::{JobQuery, Known, KnownNames};
 pub use survey::Scope;

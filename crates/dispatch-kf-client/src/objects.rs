@@ -24,6 +24,9 @@ type Built = std::result::Result<http::Request<Vec<u8>>, kube::core::request::Er
 
 /// How many times a list restarts after its resource version expired.
 pub const LIST_RESTARTS: usize = 3;
+
+/// How many objects one page of a list asks for: kubectl's `--chunk-size` default.
+pub const LIST_PAGE: u32 = 500;
 /// How many tries a read-modify-write makes in all before a conflict is final.
 pub const CONFLICT_TRIES: usize = 8;
 
@@ -142,13 +145,40 @@ impl Objects<'_> {
     }
 
     /// Lists what classification reads of the objects matching `selector` (empty:
-    /// all), restarting from scratch up to [`LIST_RESTARTS`] times when the resource
-    /// version expires.
+    /// all), [`LIST_PAGE`] objects a request, as kubectl pages a list, so no answer
+    /// holds a whole namespace (or cluster) at once; restarted from scratch up to
+    /// [`LIST_RESTARTS`] times when the resource version (or a page's continue token)
+    /// expires.
     pub async fn list(&self, cx: &CallContext, selector: &str) -> Result<Listed> {
-        let params = ListParams::default().labels(selector);
         let kind = self.resource.kind;
-        self.listing(cx, "list", selector, |r| r.list(&params), |b| answer::read_list(kind, b))
-            .await
+        let what = self.what("list", &format!("-l {selector:?}"));
+        let mut restarts = 0;
+        'whole: loop {
+            let mut listed = Listed::default();
+            loop {
+                let mut params = ListParams::default().labels(selector).limit(LIST_PAGE);
+                if !listed.continue_token.is_empty() {
+                    params = params.continue_token(&listed.continue_token);
+                }
+                let build = |r: &Request| r.list(&params);
+                let page =
+                    self.send(cx, RequestClass::Read, &what, build, |b| answer::read_list(kind, b));
+                match page.await {
+                    Ok(page) => {
+                        listed.items.extend(page.items);
+                        listed.resource_version = page.resource_version;
+                        listed.continue_token = page.continue_token;
+                        if listed.continue_token.is_empty() {
+                            return Ok(listed);
+                        }
+                    }
+                    Err(failed) => {
+                        self.expired_again(failed, &mut restarts)?;
+                        continue 'whole;
+                    }
+                }
+            }
+        }
     }
 
     /// Lists the objects matching `selector` whole, restarting as [`Objects::list`] does.
@@ -172,14 +202,23 @@ impl Objects<'_> {
         loop {
             match self.send(cx, RequestClass::Read, &what, &build, &decode).await {
                 Ok(list) => return Ok(list),
-                Err(Failed { case: Case::Expired, .. }) if restarts < LIST_RESTARTS => {
-                    restarts += 1
-                }
-                Err(Failed { case: Case::Expired, error }) => {
-                    return Err(error.context(format!("restarted {LIST_RESTARTS} times")));
-                }
-                Err(Failed { error, .. }) => return Err(error),
+                Err(failed) => self.expired_again(failed, &mut restarts)?,
             }
+        }
+    }
+
+    /// A list's failure: `Ok` when its resource version expired and it may start
+    /// again (one more of `restarts`), else the error to answer with.
+    fn expired_again(&self, failed: Failed, restarts: &mut usize) -> Result<()> {
+        match failed {
+            Failed { case: Case::Expired, .. } if *restarts < LIST_RESTARTS => {
+                *restarts += 1;
+                Ok(())
+            }
+            Failed { case: Case::Expired, error } => {
+                Err(error.context(format!("restarted {LIST_RESTARTS} times")))
+            }
+            Failed { error, .. } => Err(error),
         }
     }
 

@@ -158,15 +158,30 @@ impl Cluster {
         Ok(self.objects(resource, namespace).list(cx, &selector).await?.items)
     }
 
-    /// The Node of each of `pods`, each read once, concurrently; a Node that is gone is
-    /// left out.
+    /// The Node of each of `pods`, each read once, [`READS_AT_ONCE`] at a time; a Node
+    /// that is gone is left out.
     pub(crate) async fn nodes_of(&self, cx: &CallContext, pods: &[Pod]) -> Result<Vec<View>> {
         let names: BTreeSet<&str> = pods.iter().filter_map(|p| p.node_name.get()).collect();
         let nodes = self.objects(NODE, "");
-        let reads = names.into_iter().map(|name| nodes.get_view_opt(cx, name));
-        let found = futures::future::try_join_all(reads).await?;
-        Ok(found.into_iter().flatten().collect())
+        let reads: Vec<_> = names.into_iter().map(|name| nodes.get_view_opt(cx, name)).collect();
+        at_most_a_few_at_once(reads).await
     }
+}
+
+/// How many gets of one read are in flight at once: a job on hundreds of Nodes makes
+/// as many gets, and all at once they would meet the apiserver's flow control (429)
+/// or run the process out of file descriptors.
+pub(crate) const READS_AT_ONCE: usize = 8;
+
+/// The objects `reads` find, [`READS_AT_ONCE`] in flight at a time; the first failure
+/// is the answer.
+async fn at_most_a_few_at_once(
+    reads: Vec<impl Future<Output = Result<Option<View>>>>,
+) -> Result<Vec<View>> {
+    use futures::{StreamExt as _, TryStreamExt as _};
+    let found: Vec<Option<View>> =
+        futures::stream::iter(reads).buffer_unordered(READS_AT_ONCE).try_collect().await?;
+    Ok(found.into_iter().flatten().collect())
 }
 
 /// The names of `job`'s submissions that its listed objects and labelled pods name:
@@ -194,10 +209,9 @@ impl Objects<'_> {
         names: &BTreeSet<String>,
     ) -> Result<Vec<View>> {
         let have: BTreeSet<&str> = have.iter().map(|o| o.meta().name()).collect();
-        let reads =
-            names.iter().filter(|n| !have.contains(n.as_str())).map(|n| self.get_view_opt(cx, n));
-        let found = futures::future::try_join_all(reads).await?;
-        Ok(found.into_iter().flatten().collect())
+        let missing = names.iter().filter(|n| !have.contains(n.as_str()));
+        let reads: Vec<_> = missing.map(|n| self.get_view_opt(cx, n)).collect();
+        at_most_a_few_at_once(reads).await
     }
 
     /// The job's objects of this kind: those the label selects, and those named in

@@ -10,7 +10,8 @@ use dispatch_core::{CallContext, Kind};
 use dispatch_kf_client::error_map::{DEADLINE_PASSED, RequestClass};
 use dispatch_kf_client::resources::{CLUSTER_TRAINING_RUNTIME, NODE, POD, Resource, TRAIN_JOB};
 use dispatch_kf_client::{
-    CONFLICT_TRIES, Change, Cluster, ClusterConfig, Created, Deleted, LIST_RESTARTS, Permission,
+    CONFLICT_TRIES, Change, Cluster, ClusterConfig, Created, Deleted, LIST_PAGE, LIST_RESTARTS,
+    Permission,
 };
 use dispatch_kf_model::gates::Edit;
 use dispatch_kf_model::json::uid;
@@ -218,6 +219,36 @@ async fn a_list_restarts_after_two_expiries_and_gives_up_after_four() {
     );
     let err = c.objects(CONFIG_MAP, NS).list(&cx(), "").await.unwrap_err();
     assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+}
+
+/// A list is read in pages of `LIST_PAGE` objects, as kubectl reads one, and a page
+/// whose continue token expired starts the list again from the first page: 1,234
+/// objects are three requests, every one limited, and come back once each.
+#[tokio::test]
+async fn a_list_is_read_in_pages_and_a_page_that_expired_starts_it_again() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    for i in 0..1234 {
+        sim.apply(object(CONFIG_MAP, &format!("cm-{i:04}"))).unwrap();
+    }
+    sim.clear_requests();
+    let listed = c.objects(CONFIG_MAP, NS).list(&cx(), "").await.unwrap();
+    let mut names: Vec<&str> = listed.items.iter().map(|v| v.meta().name()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), 1234, "each once");
+    let lists: Vec<_> = sim.requests().into_iter().filter(|r| r.verb == "list").collect();
+    assert_eq!(lists.len(), 3, "{lists:#?}");
+    assert!(lists.iter().all(|r| r.query.contains(&format!("limit={LIST_PAGE}"))), "{lists:#?}");
+    assert!(!listed.resource_version.is_empty() && listed.continue_token.is_empty());
+
+    // The second page's token has expired: the list starts again, and still gives each
+    // object once.
+    sim.clear_requests();
+    sim.add_fault(Fault::on("list", "configmaps", FaultAction::ExpireList).nth(2));
+    let again = c.objects(CONFIG_MAP, NS).list(&cx(), "").await.unwrap();
+    assert_eq!(again.items.len(), 1234);
+    assert_eq!(sim.requests().iter().filter(|r| r.verb == "list").count(), 5);
 }
 
 async fn bump(c: &Cluster) -> dispatch_core::Result<Value> {

@@ -24,6 +24,8 @@ pub struct Listed {
     pub items: Vec<View>,
     /// `metadata.resourceVersion`: where a watch of the same collection starts.
     pub resource_version: String,
+    /// `metadata.continue`: where the next page starts; empty on the last page.
+    pub continue_token: String,
 }
 
 /// Reads a list answer whose items are of `kind`.
@@ -38,8 +40,10 @@ pub fn read_list(kind: &str, bytes: &[u8]) -> serde_json::Result<Listed> {
             View::from(raw)
         })
         .collect();
-    let resource_version = list.metadata.0.and_then(|m| m.resource_version.0).unwrap_or_default();
-    Ok(Listed { items, resource_version })
+    let metadata = list.metadata.0.unwrap_or_default();
+    let resource_version = metadata.resource_version.0.unwrap_or_default();
+    let continue_token = metadata.continue_.0.unwrap_or_default();
+    Ok(Listed { items, resource_version, continue_token })
 }
 
 /// Reads an answer that is one object, which names its own kind.
@@ -69,6 +73,8 @@ struct ListAnswer {
 #[serde(default, rename_all = "camelCase")]
 struct ListMeta {
     resource_version: Text,
+    #[serde(rename = "continue")]
+    continue_: Text,
 }
 
 /// One object of a collection, read before its kind is settled: an item of a list

@@ -3,7 +3,7 @@
 //! until it is thawed, when what was held back passes on (a connection that stalled, not
 //! one that lost data).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use dispatch_kf_sim::Sim;
@@ -25,6 +25,8 @@ pub struct Proxy {
 struct Shared {
     /// Every connection made through the proxy, while it lives.
     connections: Mutex<Vec<Weak<Connection>>>,
+    /// How many connections were ever made through it.
+    made: AtomicUsize,
     /// Set by [`Proxy::freeze_carrying`]: a connection goes silent once what it carried
     /// toward the sim holds every one of these.
     needles: Mutex<Option<Vec<Vec<u8>>>>,
@@ -98,6 +100,7 @@ impl Proxy {
                 let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)).await else { return };
                 let connection = Arc::new(Connection::default());
                 lock(&accepting.connections).push(Arc::downgrade(&connection));
+                accepting.made.fetch_add(1, Ordering::SeqCst);
                 let (client_read, client_write) = client.into_split();
                 let (server_read, server_write) = server.into_split();
                 let shared = accepting.clone();
@@ -112,6 +115,12 @@ impl Proxy {
             }
         });
         Proxy { port, shared }
+    }
+
+    /// How many connections were made through it so far (a client opens one per request
+    /// it has in flight at once, and reuses them after).
+    pub fn connections_made(&self) -> usize {
+        self.shared.made.load(Ordering::SeqCst)
     }
 
     /// The loopback port it listens on.

@@ -91,14 +91,16 @@ async fn explaining_one_train_job_reads_only_what_joins_to_it() {
     let err = explain(&cluster, &cx(), named("nowhere")).await.unwrap_err();
     assert!(err.is(Kind::NotFound), "{err}");
 
-    // A namespace: one list per kind, each selected by what joins it to a TrainJob,
-    // and a get per Node (both TrainJobs' one pod each may share one).
+    // A namespace: one list per kind, each selected by what joins it to a TrainJob and
+    // read in pages, and a get per Node (both TrainJobs' one pod each may share one).
     let whole = Explain { scope: Scope::Namespace(NS), ..named("") };
     let read = explained(&sim, &cluster, whole).await;
     let lists: Vec<&String> = read.iter().filter(|r| !r.contains("/nodes/")).collect();
     assert_eq!(lists.len(), 3, "TrainJobs, JobSets, pods: {read:?}");
-    let by_job_set = format!("labelSelector={}", keys::JOBSET_NAME);
+    let page = dispatch_kf_client::LIST_PAGE;
+    let by_job_set = format!("labelSelector={}&limit={page}", keys::JOBSET_NAME);
     assert!(lists.iter().any(|r| r.contains("/pods?") && r.ends_with(&by_job_set)), "{lists:?}");
+    assert!(lists.iter().all(|r| r.ends_with(&format!("limit={page}"))), "paged: {lists:?}");
     assert!(read.iter().filter(|r| r.contains("/nodes/")).count() <= 2, "{read:?}");
 }
 

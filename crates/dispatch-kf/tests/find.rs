@@ -134,3 +134,45 @@ async fn a_cold_find_answers_as_a_warm_one_for_label_stripped_objects_and_orphan
     let found = comparable(cold(&sim).await.find(&cx(), &job(1)).await.unwrap());
     assert_eq!(found, expected);
 }
+
+/// A job on many Nodes makes a Find get each of them, but never more than
+/// `READS_AT_ONCE` (8) at a time: a client opens one connection per request it has in
+/// flight, and a Find of a job on 40 Nodes opens no more than that (all at once, it
+/// opened 28 here).
+#[tokio::test]
+async fn a_find_of_a_job_on_forty_nodes_has_at_most_a_few_gets_in_flight() {
+    let sim = cluster_with(dispatch_kf_sim::SimOptions {
+        tls: false,
+        ..dispatch_kf_sim::SimOptions::default()
+    })
+    .await;
+    for i in 4..40 {
+        sim.add_gpu_node(&format!("gpu-{i}"), 8);
+    }
+    let b = backend(&sim, settings(json!({}))).await;
+    let mut wide = request(&job(1), 1);
+    wide.spec.nodes = 40;
+    let object = b.start(&cx(), &wide).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    let nodes: std::collections::BTreeSet<String> = sim
+        .list("pods", NS)
+        .iter()
+        .filter_map(|p| p["spec"]["nodeName"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(nodes.len(), 40, "one rank per Node");
+
+    let proxy = Proxy::to(&sim).await;
+    let config = proxy.config(&sim, "admin").await;
+    let cluster = dispatch_kf_client::Cluster::from_kube_config(config, Duration::from_secs(5));
+    let through =
+        KubeflowBackend::with_cluster(settings(json!({})), cluster.unwrap(), &cx()).await.unwrap();
+    let before = proxy.connections_made();
+    sim.clear_requests();
+    let found = through.find(&cx(), &job(1)).await.unwrap();
+    let opened = proxy.connections_made() - before;
+    assert_eq!(found.objects[0].state, dispatch_core::ObjectState::Running);
+    let node_gets = sim.requests().iter().filter(|r| r.resource == "nodes").count();
+    assert_eq!(node_gets, 40, "each Node is read once");
+    assert!(opened <= 8 + 1, "{opened} connections for one Find");
+}
