@@ -42,6 +42,22 @@ pub async fn cluster_with(options: SimOptions) -> Sim {
     sim
 }
 
+/// [`cluster`] served over plain HTTP, so that a [`Proxy`] can tell requests apart by
+/// their heads, and a proxy to it.
+pub async fn cluster_behind_proxy() -> (Sim, Proxy) {
+    let sim = cluster_with(SimOptions { tls: false, ..SimOptions::default() }).await;
+    let proxy = Proxy::to(&sim).await;
+    (sim, proxy)
+}
+
+/// A Backend made by Factory with `settings`, as the sim's admin, every request of it
+/// through `proxy`.
+pub async fn backend_through(proxy: &Proxy, sim: &Sim, settings: Settings) -> KubeflowBackend {
+    let config = proxy.config(sim, "admin").await;
+    let cluster = Cluster::from_kube_config(config, Duration::from_secs(5)).unwrap();
+    KubeflowBackend::with_cluster(settings, cluster, &cx()).await.unwrap()
+}
+
 /// Settings for the simulated cluster, with `extra` merged over them.
 pub fn settings(extra: Value) -> Settings {
     let mut doc = json!({

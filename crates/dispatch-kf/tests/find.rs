@@ -141,11 +141,7 @@ async fn a_cold_find_answers_as_a_warm_one_for_label_stripped_objects_and_orphan
 /// opened 28 here).
 #[tokio::test]
 async fn a_find_of_a_job_on_forty_nodes_has_at_most_a_few_gets_in_flight() {
-    let sim = cluster_with(dispatch_kf_sim::SimOptions {
-        tls: false,
-        ..dispatch_kf_sim::SimOptions::default()
-    })
-    .await;
+    let (sim, proxy) = cluster_behind_proxy().await;
     for i in 4..40 {
         sim.add_gpu_node(&format!("gpu-{i}"), 8);
     }
@@ -162,11 +158,7 @@ async fn a_find_of_a_job_on_forty_nodes_has_at_most_a_few_gets_in_flight() {
         .collect();
     assert_eq!(nodes.len(), 40, "one rank per Node");
 
-    let proxy = Proxy::to(&sim).await;
-    let config = proxy.config(&sim, "admin").await;
-    let cluster = dispatch_kf_client::Cluster::from_kube_config(config, Duration::from_secs(5));
-    let through =
-        KubeflowBackend::with_cluster(settings(json!({})), cluster.unwrap(), &cx()).await.unwrap();
+    let through = backend_through(&proxy, &sim, settings(json!({}))).await;
     let before = proxy.connections_made();
     sim.clear_requests();
     let found = through.find(&cx(), &job(1)).await.unwrap();

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use dispatch_core::{Backend, ObjectState, Watcher};
-use dispatch_kf_testkit::Proxy;
 use dispatch_kf_testkit::*;
 use futures::StreamExt;
 use serde_json::json;
@@ -211,6 +210,25 @@ async fn a_shared_watch_that_fails_ends_every_watch_and_the_next_starts_it_anew(
     assert_eq!(next_obs(&mut again).await.object.uid, object.uid);
 }
 
+/// Job 1 running, and a Watch of it open past its first observation.
+async fn watched_running_job(
+    sim: &dispatch_kf_sim::Sim,
+    b: &dispatch_kf::KubeflowBackend,
+) -> (dispatch_core::ObjectRef, dispatch_core::ObsStream) {
+    let object = running_job(sim, b, 1).await;
+    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
+    next_obs(&mut stream).await;
+    (object, stream)
+}
+
+/// Every rank exits 1.
+fn fail_every_rank(sim: &dispatch_kf_sim::Sim) {
+    for pod in sim.list("pods", NS) {
+        sim.exit(NS, pod["metadata"]["name"].as_str().unwrap(), 1);
+    }
+    sim.settle();
+}
+
 /// A watch of pods that loses its place (a 410 on resuming) lists anew; pods deleted
 /// in between left no last state, so the observations the missing pods could change
 /// say so. On the real clock, as the test above: the re-list travels real connections.
@@ -218,9 +236,7 @@ async fn a_shared_watch_that_fails_ends_every_watch_and_the_next_starts_it_anew(
 async fn a_relist_of_pods_while_watched_is_said_as_a_gap_in_the_evidence() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;
-    let object = running_job(&sim, &b, 1).await;
-    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
-    next_obs(&mut stream).await;
+    let (object, _stream) = watched_running_job(&sim, &b).await;
     sim.add_fault(dispatch_kf_sim::Fault {
         verb: Some("watch".into()),
         resource: Some("pods".into()),
@@ -230,10 +246,7 @@ async fn a_relist_of_pods_while_watched_is_said_as_a_gap_in_the_evidence() {
         action: dispatch_kf_sim::FaultAction::ExpireWatch,
     });
     sim.close_watches();
-    for pod in sim.list("pods", NS) {
-        sim.exit(NS, pod["metadata"]["name"].as_str().unwrap(), 1);
-    }
-    sim.settle();
+    fail_every_rank(&sim);
     let mut seen = None;
     for _ in 0..100 {
         let obs = b.inspect(&cx(), &object).await.unwrap();
@@ -256,18 +269,8 @@ async fn a_relist_of_pods_while_watched_is_said_as_a_gap_in_the_evidence() {
 /// longer than the read's wait.
 #[tokio::test]
 async fn the_first_ended_a_watch_sends_waits_for_deletions_its_pods_watch_has_not_seen() {
-    let sim = cluster_with(dispatch_kf_sim::SimOptions {
-        tls: false,
-        ..dispatch_kf_sim::SimOptions::default()
-    })
-    .await;
-    let proxy = Proxy::to(&sim).await;
-    let config = proxy.config(&sim, "admin").await;
-    let cluster = dispatch_kf_client::Cluster::from_kube_config(config, Duration::from_secs(5));
-    let b =
-        dispatch_kf::KubeflowBackend::with_cluster(settings(json!({})), cluster.unwrap(), &cx())
-            .await
-            .unwrap();
+    let (sim, proxy) = cluster_behind_proxy().await;
+    let b = backend_through(&proxy, &sim, settings(json!({}))).await;
     let object = running_job(&sim, &b, 1).await;
     let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
     assert_eq!(next_obs(&mut stream).await.state, ObjectState::Running);
@@ -306,9 +309,7 @@ async fn the_first_ended_a_watch_sends_waits_for_deletions_its_pods_watch_has_no
 async fn a_pods_watch_started_again_after_it_failed_is_said_as_a_gap_in_the_evidence() {
     let sim = cluster().await;
     let b = backend(&sim, settings(json!({}))).await;
-    let object = running_job(&sim, &b, 1).await;
-    let mut stream = b.watch(&cx(), &job(1)).await.unwrap();
-    next_obs(&mut stream).await;
+    let (object, mut stream) = watched_running_job(&sim, &b).await;
     let down = dispatch_kf_sim::Fault::status(503, "ServiceUnavailable", "the apiserver is away");
     sim.add_fault(dispatch_kf_sim::Fault::on("watch", "pods", down.clone()).always());
     sim.add_fault(dispatch_kf_sim::Fault::on("list", "pods", down).always());
@@ -324,10 +325,7 @@ async fn a_pods_watch_started_again_after_it_failed_is_said_as_a_gap_in_the_evid
     };
     assert!(end.message().contains("attempts in a row failed"), "{}", end.message());
     // Meanwhile the ranks fail and nobody watches them go.
-    for pod in sim.list("pods", NS) {
-        sim.exit(NS, pod["metadata"]["name"].as_str().unwrap(), 1);
-    }
-    sim.settle();
+    fail_every_rank(&sim);
     sim.clear_faults();
     let mut again = b.watch(&cx(), &job(1)).await.unwrap();
     let mut seen = None;
