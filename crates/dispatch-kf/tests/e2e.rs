@@ -613,6 +613,29 @@ async fn ceased_of_a_name_started_again_answers_for_its_own_pods_not_an_earlier_
     w.target.remove_node(w.kube(), SECOND_INSTANCE_NODE).await;
 }
 
+/// A runtime whose JobSet restarts only the Job that failed (`failurePolicy.rules[].
+/// action: RestartJob`; the control plane's JobSet runs with its `RestartJob` feature
+/// gate on, so it would do so) would run ranks again under the restart attempt they
+/// already carry, two executions with one identity: Start refuses it, *unsupported*,
+/// naming the field (runtime rule 8, `docs/runtime-requirements.md`), and nothing is
+/// made. A Trainer built against a JobSet without the action (v2.2) refuses the
+/// runtime itself, which is as good.
+#[tokio::test]
+async fn a_runtime_whose_jobset_restarts_one_job_is_refused_and_nothing_runs() {
+    let job = job(21);
+    let w = BackendOnTarget::for_job(&job).await;
+    if let Err(refused) = w.bring(Runtime::RestartsOneJob).await {
+        assert!(refused.contains("RestartJob"), "{refused}");
+        eprintln!("{}: the apiserver refuses the runtime: {refused}", w.target.describe());
+        return;
+    }
+    let request = request_on(&job, Program::FailFirstAttempt, Runtime::RestartsOneJob);
+    let err = w.backend.start(&patient_cx(), &request).await.unwrap_err();
+    assert!(err.is(Sentinel::Unsupported), "{err:?}");
+    assert!(err.message().contains("failurePolicy.rules[0].action"), "{}", err.message());
+    w.nothing_of(&job, "after the refused Start").await;
+}
+
 /// A TrainJob a Kubeflow user made, not dispatch, is explained like dispatch's own:
 /// running, flagged foreign, and among the namespace's; once deleted it is not found.
 #[tokio::test]

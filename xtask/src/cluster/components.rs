@@ -324,7 +324,8 @@ impl Plane<'_> {
         self.serving_certs_in(&certs)?;
         let config = self.dir.join(upstream.command).join("config.yaml");
         let health = format!("127.0.0.1:{health_port}");
-        let text = controller_config(upstream, webhook_port, &health, &certs);
+        let jobset_gates = super::versions::jobset_feature_gates(self.stack.jobset);
+        let text = controller_config(upstream, webhook_port, &health, &certs, jobset_gates);
         std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
         if upstream.command == KUEUE.command {
             let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}});

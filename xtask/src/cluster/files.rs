@@ -39,14 +39,24 @@ pub(super) fn controller_config(
     webhook_port: u16,
     health: &str,
     certs: &Path,
+    jobset_gates: &[&str],
 ) -> String {
     let certs = path(certs);
+    // Only where there are some: a JobSet without these gates may not know the field.
+    let gates = match jobset_gates {
+        [] => String::new(),
+        gates => {
+            let on: Vec<String> = gates.iter().map(|g| format!("{g}: true")).collect();
+            format!("featureGates: {{{}}}\n", on.join(", "))
+        }
+    };
     match upstream.command {
         "jobset" => format!(
             "apiVersion: config.jobset.x-k8s.io/v1alpha1\nkind: Configuration\n\
              leaderElection: {{leaderElect: false}}\ninternalCertManagement: {{enable: false}}\n\
              webhook: {{port: {webhook_port}, host: 127.0.0.1, certDir: {certs}}}\n\
-             metrics: {{bindAddress: \"0\", certDir: {certs}}}\nhealth: {{healthProbeBindAddress: \"{health}\"}}\n"
+             metrics: {{bindAddress: \"0\", certDir: {certs}}}\nhealth: {{healthProbeBindAddress: \"{health}\"}}\n\
+             {gates}"
         ),
         "trainer-controller-manager" => format!(
             "apiVersion: config.trainer.kubeflow.org/v1alpha1\nkind: Configuration\n\

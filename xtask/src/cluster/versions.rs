@@ -138,6 +138,18 @@ pub(crate) struct Stack {
     pub(crate) kueue_feature_gates: &'static [&'static str],
 }
 
+/// The JobSet feature gates a stack's JobSet runs with: every alpha restart feature its
+/// release has, on, so that a runtime using one would run as a user's cluster with the
+/// gate on runs it, and the adapter's refusal of it (runtime rule 8) is what stops it.
+/// `InPlaceRestart` from v0.11, `RestartJob` from v0.12.
+pub(crate) fn jobset_feature_gates(jobset: &str) -> &'static [&'static str] {
+    match jobset {
+        v if v.starts_with("v0.11.") => &["InPlaceRestart"],
+        v if v.starts_with("v0.1") && !v.starts_with("v0.10.") => &["InPlaceRestart", "RestartJob"],
+        _ => &[],
+    }
+}
+
 /// The Kueue feature gates of every stack: no visibility API server, which would need
 /// certificates at a fixed path of its own.
 pub(crate) const COMMON_KUEUE_FEATURE_GATES: &[&str] = &["VisibilityOnDemand=false"];
@@ -327,6 +339,14 @@ pub(crate) fn staging_version(kubernetes: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn each_jobset_runs_with_the_restart_features_its_release_has() {
+        assert_eq!(jobset_feature_gates("v0.10.1"), [] as [&str; 0]);
+        assert_eq!(jobset_feature_gates("v0.11.1"), ["InPlaceRestart"]);
+        assert_eq!(jobset_feature_gates("v0.12.0"), ["InPlaceRestart", "RestartJob"]);
+    }
+
     use super::*;
     use crate::run::args;
 
