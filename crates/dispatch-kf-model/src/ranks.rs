@@ -63,7 +63,7 @@ pub fn remaining(snapshot: &Snapshot, train_job: &str) -> Vec<String> {
 }
 
 /// Where a pod's execution stands in the order classification picks the current one
-/// by (R, then A: [`execution`]); `None` for a pod that carries no execution.
+/// by (R, then A: `classify::execution`); `None` for a pod that carries no execution.
 pub fn execution_order(pod: &Pod) -> Option<(u64, u64)> {
     execution::of_pod(pod).map(|e| execution::order_key(&e))
 }
