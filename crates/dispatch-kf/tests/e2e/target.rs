@@ -418,7 +418,7 @@ impl Target {
                 }
             }
             Target::Real(_) => {
-                let config = serde_json::from_value(json!({
+                let config: DynamicObject = serde_json::from_value(json!({
                     "apiVersion": "admissionregistration.k8s.io/v1",
                     "kind": "ValidatingWebhookConfiguration",
                     "metadata": {"name": down_webhook(job)},
@@ -433,10 +433,12 @@ impl Target {
                     }]
                 }))
                 .expect("a ValidatingWebhookConfiguration");
+                // Applied, so that one an interrupted earlier run left is taken over.
+                let apply = PatchParams::apply("dispatch-kf-e2e").force();
                 webhook_configurations(kube)
-                    .create(&Default::default(), &config)
+                    .patch(&down_webhook(job), &apply, &Patch::Apply(&config))
                     .await
-                    .expect("create the ValidatingWebhookConfiguration");
+                    .expect("apply the ValidatingWebhookConfiguration");
                 self.until("the apiserver calls the webhook", async || {
                     match probe_admission(kube, job).await {
                         Err(e) if e.contains("failed calling webhook") => Ok(()),
