@@ -181,7 +181,10 @@ impl Objects<'_> {
         }
     }
 
-    /// Lists the objects matching `selector` whole, restarting as [`Objects::list`] does.
+    /// Lists the objects matching `selector` whole, in one answer (unlike
+    /// [`Objects::list`], not in pages: for the few objects a selector of one TrainJob
+    /// picks, a Workload), restarted as [`Objects::list`] is when the resource version
+    /// expires.
     pub async fn list_whole(&self, cx: &CallContext, selector: &str) -> Result<Vec<Value>> {
         let params = ListParams::default().labels(selector);
         self.listing(cx, "list", selector, |r| r.list(&params), json::list_items).await

@@ -76,9 +76,10 @@ impl Kept {
                 unplaced.pop_front();
             }
         }
-        while instance.executions.keys().filter(|k| k.is_some()).count() > EXECUTIONS_KEPT {
-            let oldest = instance.executions.keys().find(|k| k.is_some()).copied();
-            instance.executions.remove(&oldest.flatten());
+        // The executions in classification's order, oldest first, after the unplaced.
+        let placed: Vec<_> = instance.executions.keys().flatten().copied().collect();
+        for oldest in placed.iter().rev().skip(EXECUTIONS_KEPT) {
+            instance.executions.remove(&Some(*oldest));
         }
         instance.executions.retain(|_, pods| !pods.is_empty());
         self.instances.push_back(instance);

@@ -371,8 +371,7 @@ impl BackendOnTarget {
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
         namespaces.patch(NAMESPACE, &apply, &Patch::Apply(&ns)).await.expect("the namespace");
         for runtime in Runtime::ALL {
-            Self::api(&kube, Kind::TrainingRuntime)
-                .patch(&runtime.name(), &apply, &Patch::Apply(&runtime.object()))
+            Self::bring_on(&kube, runtime)
                 .await
                 .unwrap_or_else(|e| panic!("the suite's runtime {}: {e}", runtime.name()));
         }
@@ -406,8 +405,13 @@ impl BackendOnTarget {
     /// Brings `runtime` into the suite's namespace, as the suite brings
     /// [`Runtime::ALL`]; the apiserver's refusal, in its words.
     pub(crate) async fn bring(&self, runtime: Runtime) -> Result<(), String> {
+        Self::bring_on(&self.kube, runtime).await
+    }
+
+    /// Applies `runtime` in the suite's namespace through `kube`.
+    async fn bring_on(kube: &kube::Client, runtime: Runtime) -> Result<(), String> {
         let apply = PatchParams::apply(MANAGER).force();
-        Self::api(&self.kube, Kind::TrainingRuntime)
+        Self::api(kube, Kind::TrainingRuntime)
             .patch(&runtime.name(), &apply, &Patch::Apply(&runtime.object()))
             .await
             .map(|_| ())
