@@ -13,6 +13,8 @@ use crate::{cluster, run};
 
 /// The variable the suite reads to pick a real cluster.
 const KUBECONFIG_VAR: &str = run::E2E_KUBECONFIG;
+/// The variable naming the xtask executable that controls the control plane's processes.
+const CONTROL_VAR: &str = "DISPATCH_KF_E2E_CONTROL";
 /// The variable naming the folder the suite records each scenario's end into.
 const RECORD_VAR: &str = "DISPATCH_KF_E2E_RECORD";
 
@@ -146,7 +148,14 @@ fn suite_env(
 ) -> Result<Vec<(&'static str, String)>, String> {
     let mut env = Vec::new();
     if let Some(kubeconfig) = kubeconfig {
-        env.push((KUBECONFIG_VAR, utf8(absolute(kubeconfig)?)?));
+        let kubeconfig = absolute(kubeconfig)?;
+        // The control plane this xtask started: the suite may kill and restart its
+        // processes through this executable (`cargo xtask cluster kill|restart`).
+        if absolute(&cluster::admin_kubeconfig()).is_ok_and(|ours| ours == kubeconfig) {
+            let xtask = std::env::current_exe().map_err(|e| format!("this executable: {e}"))?;
+            env.push((CONTROL_VAR, utf8(xtask)?));
+        }
+        env.push((KUBECONFIG_VAR, utf8(kubeconfig)?));
     }
     if let Some(record) = record {
         std::fs::create_dir_all(record).map_err(|e| format!("{}: {e}", record.display()))?;

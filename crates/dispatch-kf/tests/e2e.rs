@@ -26,6 +26,7 @@ use suite::{
     SECOND_INSTANCE_NODE, job, name_an_unlisted_runtime, patient_cx, rank_output, request,
     request_on, request_with_gpus,
 };
+use target::Component;
 
 impl BackendOnTarget {
     /// Waits until an opened job runs on its two pods, on admission `admission`.
@@ -700,4 +701,112 @@ async fn a_train_job_made_by_hand_is_explained_running_and_foreign() {
             if left.items.is_empty() { Ok(()) } else { Err(format!("{} pods", left.items.len())) }
         })
         .await;
+}
+
+/// Start while a process the call goes through is down and comes back: the Trainer,
+/// whose webhook cannot be called and then reads the runtime copy from a cache that
+/// lags; the apiserver, which refuses connections and may cut a write. Each refusal
+/// says "try again" (*unreachable*, or *outcome-unknown* for a write the apiserver's
+/// going may have cut), never *unauthorized* or *rejected*
+/// (`docs/errors.md#webhook-denials`); a supervisor that retries gets its job, once.
+/// After an *outcome-unknown* StopJob answers *unreachable* until the call bound has
+/// passed, since the cut write could still land; the supervisor calls it again.
+#[tokio::test]
+async fn start_while_the_trainer_or_the_apiserver_restarts_only_ever_says_try_again() {
+    let w = BackendOnTarget::new().await;
+    if !w.target.controls_processes() {
+        eprintln!("skipped: {} cannot restart its processes", w.target.describe());
+        return;
+    }
+    for (job, component) in [(job(22), Component::Trainer), (job(23), Component::Apiserver)] {
+        let may_have_cut = component == Component::Apiserver;
+        let try_again = |e: &dispatch_core::Error| {
+            e.is(Sentinel::Unreachable) || may_have_cut && e.is(Sentinel::OutcomeUnknown)
+        };
+        w.backend.stop_job(&patient_cx(), &job).await.expect("StopJob of leftovers");
+        w.target.kill(w.kube(), component).await;
+        let down = w.backend.start(&patient_cx(), &request(&job, Program::Sleep)).await;
+        let down = down.expect_err("Start with {component:?} down");
+        assert!(down.is(Sentinel::Unreachable), "Start with {component:?} down: {down:?}");
+        if component == Component::Trainer {
+            // The apiserver that refused the connection can only be read once it is back.
+            w.nothing_of(&job, "after Start with the Trainer down").await;
+        }
+
+        let mut refusals = Vec::new();
+        let what = format!("Start through {component:?}'s restart");
+        let starting = w.target.until(&what, async || {
+            match w.backend.start(&patient_cx(), &request(&job, Program::Sleep)).await {
+                Ok(object) => Ok(object),
+                Err(e) if try_again(&e) => {
+                    refusals.push(e.kind());
+                    Err(e.to_string())
+                }
+                Err(e) => panic!("Start through {component:?}'s restart refused for good: {e:?}"),
+            }
+        });
+        let (object, ()) = tokio::join!(starting, w.target.restart(component));
+        eprintln!("{}: Start through {component:?}'s restart: {refusals:?}", w.target.describe());
+        let train_jobs = w.labelled(Kind::TrainJob, &job).await;
+        assert_eq!(train_jobs.len(), 1, "one TrainJob: {train_jobs:#?}");
+        w.backend.open(&patient_cx(), &object).await.unwrap();
+        w.until_running(&job, &object, 1).await;
+        w.target
+            .until("StopJob once no cut write can land", async || {
+                match w.backend.stop_job(&patient_cx(), &job).await {
+                    Err(e) if may_have_cut && e.is(Sentinel::Unreachable) => Err(e.to_string()),
+                    done => {
+                        done.expect("StopJob");
+                        Ok(())
+                    }
+                }
+            })
+            .await;
+        w.nothing_of(&job, "after StopJob").await;
+    }
+}
+
+/// The readmission gate killed: once its Lease has run out, a Backend made then
+/// (as each command makes one) is observe-only and refuses writes *read-only*; once a
+/// gate leads again, the next Backend made writes at once. Nothing of the outage is
+/// kept past it (`docs/cli.md`).
+#[tokio::test]
+async fn writes_refused_while_the_gate_is_down_pass_once_a_gate_leads_again() {
+    let job = job(24);
+    let Some(w) = BackendOnTarget::for_kueue_job(&job).await else { return };
+    if !w.target.controls_processes() {
+        eprintln!("skipped: {} cannot restart its processes", w.target.describe());
+        return;
+    }
+    let object =
+        w.backend.start(&patient_cx(), &request_with_gpus(&job, Program::Sleep, 8)).await.unwrap();
+    w.until_found(&job, "the job gated", |o| o.state == ObjectState::Gated).await;
+
+    w.target.kill(w.kube(), Component::Gate).await;
+    let killed = jiff::Timestamp::now();
+    let unproven = w
+        .target
+        .until("a Backend made now finds the gate unproven", async || {
+            let backend = w.another_backend().await;
+            match backend.preflight().gate_proof_expires {
+                None => Ok(backend),
+                Some(end) => Err(format!("the gate is proven until {end}")),
+            }
+        })
+        .await;
+    let refused = unproven.open(&patient_cx(), &object).await.unwrap_err();
+    assert!(refused.is(Sentinel::ReadOnly), "{refused:?}");
+    assert!(refused.message().contains("Lease"), "{refused:?}");
+
+    w.target.restart(Component::Gate).await;
+    w.target
+        .until("the gate leads again", async || {
+            let renewed = w.gate_lease_renewed().await;
+            if renewed.is_some_and(|t| t > killed) { Ok(()) } else { Err(format!("{renewed:?}")) }
+        })
+        .await;
+    let backend = w.another_backend().await;
+    backend.open(&patient_cx(), &object).await.expect("a write once a gate leads again");
+    w.until_running(&job, &object, 1).await;
+    w.stop_leaves_nothing(&job).await;
 }

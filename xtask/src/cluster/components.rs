@@ -15,8 +15,9 @@ use serde_json::{Value, json};
 use super::files::{controller_config, kwok_config};
 use super::manifests::{self, JOBSET, KUEUE, TRAINER, Upstream};
 use super::pki::Pki;
+use super::process::{self, Ready};
 use super::versions::{COMMON_KUEUE_FEATURE_GATES, Stack};
-use super::{Options, build, process};
+use super::{Options, build};
 
 /// The admin kubeconfig's file name in the run folder.
 pub(crate) const KUBECONFIG_NAME: &str = "admin.kubeconfig";
@@ -44,6 +45,38 @@ const PATIENCE: Duration = Duration::from_secs(120);
 /// management is off (`cmd/kueue/main.go`); nothing else of the cluster is outside the
 /// run folder.
 const KUEUE_METRICS_CERTS: &str = "/etc/kueue/metrics/certs";
+
+/// Kills the control plane's process `name` if it runs, starts it again as it was
+/// first started, and waits until it is ready: what a crash and its supervisor's
+/// restart do to a component. Returns its new pid.
+pub(crate) fn restart(dir: &Path, name: &str) -> Result<u32, String> {
+    let recipe = process::recipe(dir, name)?;
+    if let Ok(old) = process::signal_named(dir, name, "KILL") {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while process::alive(old) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let stack = super::running_stack()?;
+    let plane = Plane {
+        dir,
+        pki: Pki { dir: dir.join("pki") },
+        kubeconfig: dir.join(KUBECONFIG_NAME),
+        stack,
+    };
+    // As a kubelet would, start it again when it exits at once (its port may not be
+    // free yet in the moment after the kill).
+    let mut tries = 0;
+    loop {
+        let pid = process::respawn(dir, name)?;
+        match plane.wait_ready(name, pid, &recipe.ready) {
+            Ok(()) => return Ok(pid),
+            Err(_) if !process::alive(pid) && tries < 10 => tries += 1,
+            Err(e) => return Err(e),
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
 
 struct Plane<'a> {
     dir: &'a Path,
@@ -121,16 +154,18 @@ impl Plane<'_> {
         Command::new(build::binary(&self.stack.component(name)))
     }
 
-    /// Starts `name` and waits until `ready`.
-    fn start(
-        &self,
-        name: &str,
-        command: Command,
-        ready: impl FnMut() -> bool,
-    ) -> Result<(), String> {
+    /// Starts `name` and waits until it is `ready`.
+    fn start(&self, name: &str, command: Command, ready: Ready) -> Result<(), String> {
         eprintln!("xtask: starting {name}");
-        let pid = process::spawn(self.dir, name, command)?;
-        process::wait_ready(self.dir, name, pid, PATIENCE, ready)
+        let pid = process::spawn(self.dir, name, command, ready.clone())?;
+        self.wait_ready(name, pid, &ready)
+    }
+
+    fn wait_ready(&self, name: &str, pid: u32, ready: &Ready) -> Result<(), String> {
+        process::wait_ready(self.dir, name, pid, PATIENCE, || match ready {
+            Ready::Answers(url) => self.answers(url),
+            Ready::Running => true,
+        })
     }
 
     /// A GET of a local HTTP(S) endpoint, as the admin for the apiserver, answering 200.
@@ -213,7 +248,7 @@ impl Plane<'_> {
             .arg(format!("--listen-peer-urls={peer}"))
             .arg(format!("--initial-advertise-peer-urls={peer}"))
             .arg(format!("--initial-cluster=node0={peer}"));
-        self.start("etcd", etcd, || self.answers(&format!("{client}/health")))
+        self.start("etcd", etcd, Ready::Answers(format!("{client}/health")))
     }
 
     /// The apiserver's arguments: the common ones, then the stack's own.
@@ -247,7 +282,7 @@ impl Plane<'_> {
         let mut apiserver = self.command("kube-apiserver");
         apiserver.args(self.apiserver_args());
         let url = format!("https://127.0.0.1:{}/readyz", port::APISERVER);
-        self.start("kube-apiserver", apiserver, || self.answers(&url))
+        self.start("kube-apiserver", apiserver, Ready::Answers(url))
     }
 
     fn controller_manager(&self) -> Result<(), String> {
@@ -265,7 +300,7 @@ impl Plane<'_> {
             .args(["--node-eviction-rate=10", "--secondary-node-eviction-rate=10"])
             .args(["--kube-api-qps=200", "--kube-api-burst=400"]);
         let url = format!("https://127.0.0.1:{}/healthz", port::CONTROLLER_MANAGER);
-        self.start("kube-controller-manager", kcm, || self.answers(&url))
+        self.start("kube-controller-manager", kcm, Ready::Answers(url))
     }
 
     fn scheduler(&self) -> Result<(), String> {
@@ -276,7 +311,7 @@ impl Plane<'_> {
             .arg(format!("--secure-port={}", port::SCHEDULER))
             .args(["--kube-api-qps=200", "--kube-api-burst=400"]);
         let url = format!("https://127.0.0.1:{}/healthz", port::SCHEDULER);
-        self.start("kube-scheduler", scheduler, || self.answers(&url))
+        self.start("kube-scheduler", scheduler, Ready::Answers(url))
     }
 
     /// kwok, then `options.nodes` nodes `kwok-node-<i>` that it makes Ready.
@@ -299,7 +334,7 @@ impl Plane<'_> {
             .arg(format!("--tls-cert-file={}", path(&self.pki.serving_crt())))
             .arg(format!("--tls-private-key-file={}", path(&self.pki.serving_key())))
             .arg("--node-lease-duration-seconds=8");
-        self.start("kwok", kwok, || true)?;
+        self.start("kwok", kwok, Ready::Running)?;
         let nodes: Vec<Value> = (0..options.nodes)
             .map(|i| manifests::node(&format!("kwok-node-{i}"), options.gpus))
             .collect();
@@ -343,7 +378,7 @@ impl Plane<'_> {
             self.dir.join(upstream.command).join("k8s-webhook-server/serving-certs");
         self.serving_certs_in(&trainer_certs)?;
         let ready = format!("http://{health}/readyz");
-        self.start(upstream.command, command, || self.answers(&ready))?;
+        self.start(upstream.command, command, Ready::Answers(ready))?;
         let manifests = manifests::documents(&module.join(upstream.webhooks))?;
         let ca = Pki::base64_of(&self.pki.ca_crt())?;
         let configs = manifests::webhook_configurations(upstream, manifests, webhook_port, &ca);

@@ -46,16 +46,59 @@ impl Default for Options {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask cluster <up [--stack NAME] [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE] | gate | down | build [--stack NAME]>";
+const USAGE: &str = "usage: cargo xtask cluster <up [--stack NAME] [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE] | gate | down | build [--stack NAME] | kill|freeze|thaw|restart PROCESS>";
 
 /// `cargo xtask cluster ...`.
 pub(crate) fn run(args: &[String]) -> run::Result {
-    match args.first().map(String::as_str) {
-        Some("up") => up(&parse_up(&args[1..])?).map(|_| ()),
-        Some("down") => down(),
-        Some("gate") => start_gate(),
-        Some("build") => build::build_missing(parse_build(&args[1..])?),
+    match (args.first().map(String::as_str), &args.get(1..).unwrap_or_default()) {
+        (Some("up"), rest) => up(&parse_up(rest)?).map(|_| ()),
+        (Some("down"), []) => down(),
+        (Some("gate"), []) => start_gate(),
+        (Some("build"), rest) => build::build_missing(parse_build(rest)?),
+        (Some(verb), [name]) => match Fault::named(verb) {
+            Some(fault) => fault.inflict(name),
+            None => Err(USAGE.to_owned()),
+        },
         _ => Err(USAGE.to_owned()),
+    }
+}
+
+/// What can be done to one process of the running control plane (by the name it was
+/// started as: `kube-apiserver`, `etcd`, `trainer`, `dispatch-kf-gate`, ...; its pid
+/// file in `run/pids` names it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// SIGKILL to its process group; it stays down.
+    Kill,
+    /// SIGSTOP: it holds its connections and answers nothing.
+    Freeze,
+    /// SIGCONT after a freeze.
+    Thaw,
+    /// Killed and started again as it was first started, and waited for until ready.
+    Restart,
+}
+
+impl Fault {
+    const NAMES: [(&str, Fault); 4] = [
+        ("kill", Fault::Kill),
+        ("freeze", Fault::Freeze),
+        ("thaw", Fault::Thaw),
+        ("restart", Fault::Restart),
+    ];
+
+    fn named(verb: &str) -> Option<Fault> {
+        Self::NAMES.iter().find(|(name, _)| *name == verb).map(|(_, fault)| *fault)
+    }
+
+    /// Does it to the process `name`.
+    pub(crate) fn inflict(self, name: &str) -> run::Result {
+        let dir = run_dir();
+        match self {
+            Fault::Kill => process::signal_named(&dir, name, "KILL").map(drop),
+            Fault::Freeze => process::signal_named(&dir, name, "STOP").map(drop),
+            Fault::Thaw => process::signal_named(&dir, name, "CONT").map(drop),
+            Fault::Restart => components::restart(&dir, name).map(drop),
+        }
     }
 }
 
@@ -104,6 +147,11 @@ fn parse_up(args: &[String]) -> Result<Options, String> {
 /// Where the running cluster keeps its certificates, pids, logs and etcd data.
 pub(crate) fn run_dir() -> PathBuf {
     build::cache_dir().join("run")
+}
+
+/// The admin kubeconfig of the running control plane.
+pub(crate) fn admin_kubeconfig() -> PathBuf {
+    run_dir().join(KUBECONFIG_NAME)
 }
 
 /// The file in the run folder that names the stack the cluster runs.
@@ -190,7 +238,7 @@ pub(crate) fn start_gate() -> run::Result {
         "--probe-address",
         "127.0.0.1:0",
     ]);
-    let pid = process::spawn(&run_dir(), "dispatch-kf-gate", gate)?;
+    let pid = process::spawn(&run_dir(), "dispatch-kf-gate", gate, process::Ready::Running)?;
     // It is ready when its Lease names it.
     process::wait_ready(&run_dir(), "dispatch-kf-gate", pid, Duration::from_secs(60), || {
         let lease = ["-n", GATE_ACCOUNT.0, "get", "lease", "dispatch-readmission-gate"];
@@ -217,7 +265,7 @@ fn gate_kubeconfig() -> Result<PathBuf, String> {
 
 /// Runs kubectl as the cluster's admin.
 fn admin_kubectl(args: &[&str]) -> Result<String, String> {
-    components::kubectl(&run_dir().join(KUBECONFIG_NAME), args)
+    components::kubectl(&admin_kubeconfig(), args)
 }
 
 #[cfg(test)]

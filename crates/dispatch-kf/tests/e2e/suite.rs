@@ -3,6 +3,7 @@
 //! and the plain Kubernetes reads that check what the Backend says.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use dispatch_core::{Backend, CallContext, JobId, JobSpec, ObjectObs, StartRequest, Watcher};
 use dispatch_kf::KubeflowBackend;
@@ -14,6 +15,8 @@ use serde_json::{Value, json};
 
 use super::target::Target;
 
+/// The Lease the readmission gate holds (namespace, name), as its deployment names it.
+pub(crate) const GATE_LEASE: (&str, &str) = ("dispatch-system", "dispatch-readmission-gate");
 /// The namespace the suite makes and works in.
 pub(crate) const NAMESPACE: &str = "dispatch-e2e";
 /// The TrainingRuntime the suite brings into its namespace.
@@ -345,6 +348,7 @@ pub(crate) struct BackendOnTarget {
     /// The Backend under test.
     pub(crate) backend: KubeflowBackend,
     kube: kube::Client,
+    mode: Mode,
 }
 
 impl BackendOnTarget {
@@ -394,12 +398,24 @@ impl BackendOnTarget {
                 return None;
             }
         }
-        let cluster = Cluster::from_kube_config(config, std::time::Duration::from_secs(30))
+        let backend = Self::factory(&target, mode, QUEUE).await;
+        Some(BackendOnTarget { target, backend, kube, mode })
+    }
+
+    /// Factory on `target` in `mode` (on the LocalQueue `queue` in Kueue mode), as the
+    /// command runs it for each call.
+    async fn factory(target: &Target, mode: Mode, queue: &str) -> KubeflowBackend {
+        let cluster = Cluster::from_kube_config(target.config().await, Duration::from_secs(30))
             .expect("a client for the adapter");
-        let backend = KubeflowBackend::with_cluster(settings(mode, QUEUE), cluster, &patient_cx())
+        KubeflowBackend::with_cluster(settings(mode, queue), cluster, &patient_cx())
             .await
-            .unwrap_or_else(|e| panic!("Factory on {}: {e}", target.describe()));
-        Some(BackendOnTarget { target, backend, kube })
+            .unwrap_or_else(|e| panic!("Factory on {}: {e}", target.describe()))
+    }
+
+    /// A Backend made anew, as a command made now would have it (its preflight
+    /// probed now).
+    pub(crate) async fn another_backend(&self) -> KubeflowBackend {
+        Self::factory(&self.target, self.mode, QUEUE).await
     }
 
     /// Brings `runtime` into the suite's namespace, as the suite brings
@@ -685,15 +701,20 @@ impl BackendOnTarget {
         .unwrap_or_else(|e| panic!("LocalQueue {name}: {e}"));
     }
 
+    /// When the readmission gate's Lease was last renewed, if it exists.
+    pub(crate) async fn gate_lease_renewed(&self) -> Option<jiff::Timestamp> {
+        let gvk = kube::api::GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease");
+        let leases = ApiResource::from_gvk_with_plural(&gvk, "leases");
+        let (namespace, name) = GATE_LEASE;
+        let api = Api::<DynamicObject>::namespaced_with(self.kube.clone(), namespace, &leases);
+        let lease = api.get_opt(name).await.expect("read the gate's Lease")?;
+        lease.data["spec"]["renewTime"].as_str()?.parse().ok()
+    }
+
     /// A Backend made by Factory on the same target in Kueue mode, on the LocalQueue
     /// `queue`.
     pub(crate) async fn backend_on(&self, queue: &str) -> KubeflowBackend {
-        let config = self.target.config().await;
-        let cluster = Cluster::from_kube_config(config, std::time::Duration::from_secs(30))
-            .expect("a client for the adapter");
-        KubeflowBackend::with_cluster(settings(Mode::Kueue, queue), cluster, &patient_cx())
-            .await
-            .unwrap_or_else(|e| panic!("Factory on queue {queue}: {e}"))
+        Self::factory(&self.target, Mode::Kueue, queue).await
     }
 
     /// The admission count (`d/admission`) each pod of `job`'s TrainJob `name` carries,
@@ -743,5 +764,5 @@ impl BackendOnTarget {
 /// A call context with a deadline five minutes away, as the hold family needs: long
 /// enough for a real apiserver's retries. (The testkit's `cx()` has no deadline.)
 pub(crate) fn patient_cx() -> CallContext {
-    CallContext::with_deadline(std::time::Instant::now() + std::time::Duration::from_secs(300))
+    CallContext::with_deadline(std::time::Instant::now() + Duration::from_secs(300))
 }

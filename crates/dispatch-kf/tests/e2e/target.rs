@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use dispatch_kf_model::keys;
-use dispatch_kf_sim::{Propagation, Sim, SimOptions};
+use dispatch_kf_sim::{Fault, FaultAction, Propagation, Sim, SimOptions};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use super::suite::{NAMESPACE, Program};
+use super::suite::{GATE_LEASE, NAMESPACE, Program, RUNTIME};
 
 /// The environment variable that points the suite at a real cluster.
 pub(crate) const KUBECONFIG_VAR: &str = "DISPATCH_KF_E2E_KUBECONFIG";
@@ -40,9 +40,25 @@ const SIM_STEPS: u32 = 120;
 pub(crate) enum Target {
     /// The in-process simulated cluster, its clock moved on while the suite waits; in
     /// Kueue mode with Kueue's objects and the readmission gate running in-process.
-    Sim(Sim, Option<dispatch_kf_gate::Running>),
+    Sim(Sim, Option<Box<SimGate>>),
     /// A real cluster, reached through this kubeconfig.
     Real(PathBuf),
+}
+
+/// The in-process readmission gate of a Kueue-mode sim, which a scenario may stop and
+/// start again as a real cluster's gate process is.
+pub(crate) struct SimGate {
+    client: kube::Client,
+    options: dispatch_kf_gate::Options,
+    running: std::sync::Mutex<Option<dispatch_kf_gate::Running>>,
+}
+
+impl SimGate {
+    fn start(&self) {
+        let running = dispatch_kf_gate::spawn(self.client.clone(), self.options.clone());
+        let old = self.running.lock().expect("not poisoned").replace(running);
+        assert!(old.is_none(), "the gate was already running");
+    }
 }
 
 /// The simulated cluster `start` makes, on a runtime whose clock is paused: on the sim
@@ -86,8 +102,9 @@ impl Target {
         gate.lease_duration = Duration::from_secs(3600);
         gate.renew_deadline = Duration::from_secs(2400);
         gate.retry_period = Duration::from_millis(20);
-        let running = dispatch_kf_gate::spawn(client, gate);
-        Target::Sim(sim, Some(running))
+        let gate = SimGate { client, options: gate, running: Default::default() };
+        gate.start();
+        Target::Sim(sim, Some(Box::new(gate)))
     }
 
     /// How the target is named in a failure.
@@ -403,7 +420,7 @@ impl Target {
     pub(crate) async fn break_webhook(&self, kube: &kube::Client, job: &str) {
         match self {
             Target::Sim(sim, _) => {
-                let down = dispatch_kf_sim::Fault::status(
+                let down = Fault::status(
                     500,
                     "InternalError",
                     &format!(
@@ -412,9 +429,7 @@ impl Target {
                     ),
                 );
                 for verb in ["create", "update", "patch"] {
-                    sim.add_fault(
-                        dispatch_kf_sim::Fault::on(verb, "trainjobs", down.clone()).always(),
-                    );
+                    sim.add_fault(Fault::on(verb, "trainjobs", down.clone()).always());
                 }
             }
             Target::Real(_) => {
@@ -546,4 +561,138 @@ fn program_of(pod: &Value) -> Option<Program> {
         let runs = command.len() >= tail.len() && command[command.len() - tail.len()..] == *tail;
         runs && work_dir == p.work_dir()
     })
+}
+
+/// The variable naming the `xtask` executable that started the real control plane, set
+/// by `cargo xtask e2e --real` and `matrix`: with it the suite can kill and restart the
+/// control plane's processes (`cargo xtask cluster kill|restart`). Without it, on
+/// somebody's cluster, the scenarios that need to skip.
+pub(crate) const CONTROL_VAR: &str = "DISPATCH_KF_E2E_CONTROL";
+
+/// A process of the control plane that a scenario kills or restarts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Component {
+    /// kube-apiserver.
+    Apiserver,
+    /// The Trainer's controller manager, which serves its webhooks.
+    Trainer,
+    /// The readmission gate (Kueue mode).
+    Gate,
+}
+
+impl Component {
+    /// The name `cargo xtask cluster` started it as.
+    fn process(self) -> &'static str {
+        match self {
+            Component::Apiserver => "kube-apiserver",
+            Component::Trainer => "trainer-controller-manager",
+            Component::Gate => "dispatch-kf-gate",
+        }
+    }
+}
+
+impl Target {
+    /// Whether the scenario can kill and restart the control plane's processes: the
+    /// sim plays what each does; a real cluster only when xtask started it.
+    pub(crate) fn controls_processes(&self) -> bool {
+        match self {
+            Target::Sim(..) => true,
+            Target::Real(_) => std::env::var_os(CONTROL_VAR).is_some_and(|v| !v.is_empty()),
+        }
+    }
+
+    /// Kills `component` (SIGKILL: a crash); it stays down until [`Target::restart`].
+    /// The sim plays what the cluster then answers: the gate aborted in-process and its
+    /// Lease made as old as a dead holder's is once it expires; every TrainJob write
+    /// answered as while the Trainer's webhook cannot be called; every connection
+    /// refused while the apiserver is down.
+    pub(crate) async fn kill(&self, kube: &kube::Client, component: Component) {
+        let Target::Sim(sim, gate) = self else {
+            return xtask(&["cluster", "kill", component.process()]).await;
+        };
+        match component {
+            Component::Gate => {
+                let gate = gate.as_ref().expect("a Kueue-mode sim runs the gate");
+                let running = gate.running.lock().expect("not poisoned").take();
+                running.expect("the gate runs").abort().await;
+                let expired = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(2);
+                let expired = expired.round(jiff::Unit::Second).expect("a time");
+                let renewed = json!({"spec": {"renewTime": expired.to_string()}});
+                let (namespace, name) = GATE_LEASE;
+                Api::<DynamicObject>::namespaced_with(kube.clone(), namespace, &lease_resource())
+                    .patch(name, &PatchParams::default(), &Patch::Merge(&renewed))
+                    .await
+                    .expect("the gate's Lease made expired");
+            }
+            Component::Trainer => {
+                for verb in ["create", "update", "patch"] {
+                    sim.add_fault(Fault::on(verb, "trainjobs", trainer_down()).always());
+                }
+            }
+            Component::Apiserver => sim.set_refusing(true).await,
+        }
+    }
+
+    /// Kills `component` if it runs and starts it again as it was started; returns once
+    /// it is ready. The sim plays a restart by what the next writes of a job meet: the
+    /// gate started again in-process; the Trainer's webhook back but its cache not yet
+    /// holding the runtime copy (the next TrainJob create denied in the upstream
+    /// words); the apiserver answering again. A write the apiserver's going cuts is
+    /// not played here: the Backend then waits out the call bound on the wall clock,
+    /// which the sim's steps do not move (`start_faults.rs` plays it).
+    pub(crate) async fn restart(&self, component: Component) {
+        let Target::Sim(sim, gate) = self else {
+            return xtask(&["cluster", "restart", component.process()]).await;
+        };
+        match component {
+            Component::Gate => gate.as_ref().expect("a Kueue-mode sim runs the gate").start(),
+            Component::Trainer => {
+                sim.clear_faults();
+                sim.add_fault(Fault::on("create", "trainjobs", runtime_not_in_trainer_cache()));
+            }
+            Component::Apiserver => sim.set_refusing(false).await,
+        }
+    }
+}
+
+/// The Trainer's TrainJob webhook, as the apiserver names it.
+const TRAINER_WEBHOOK: &str = "validator.trainjob.trainer.kubeflow.org";
+
+/// The apiserver's answer while the Trainer's webhook server is down.
+fn trainer_down() -> FaultAction {
+    Fault::status(
+        500,
+        "InternalError",
+        &format!(
+            "Internal error occurred: failed calling webhook \"{TRAINER_WEBHOOK}\": failed to call webhook: Post \"https://127.0.0.1:29444/validate-trainer-kubeflow-org-v1alpha1-trainjob?timeout=10s\": dial tcp 127.0.0.1:29444: connect: connection refused"
+        ),
+    )
+}
+
+/// The Trainer webhook's denial of a TrainJob whose runtime its cache does not hold yet.
+fn runtime_not_in_trainer_cache() -> FaultAction {
+    Fault::status(
+        403,
+        "Forbidden",
+        &format!(
+            "admission webhook \"{TRAINER_WEBHOOK}\" denied the request: spec.runtimeRef: Invalid value: \"{RUNTIME}\": specified trainingRuntime {}",
+            keys::TRAINER_RUNTIME_NOT_SEEN
+        ),
+    )
+}
+
+/// Runs the xtask executable of [`CONTROL_VAR`] with `args`, failing the scenario if it fails.
+async fn xtask(args: &[&str]) {
+    let program = std::env::var_os(CONTROL_VAR).expect("checked by controls_processes");
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let status = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&program).args(&args).status().map(|s| (s, args))
+    });
+    let (status, args) = status.await.expect("a blocking task").expect("run xtask");
+    assert!(status.success(), "xtask {}: {status}", args.join(" "));
+}
+
+fn lease_resource() -> kube::api::ApiResource {
+    let gvk = kube::api::GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease");
+    kube::api::ApiResource::from_gvk_with_plural(&gvk, "leases")
 }
