@@ -2,6 +2,11 @@
 //! nothing either way, as a half-open connection or a stuck load balancer leaves them,
 //! until it is thawed, when what was held back passes on (a connection that stalled, not
 //! one that lost data).
+//!
+//! In front of an HTTPS apiserver (a real one, or a sim serving TLS) it ends TLS for its
+//! clients: they speak plain HTTP to it, and it speaks TLS onward as the kubeconfig's
+//! user (its client certificate; a token passes in the clear request). So it can tell a
+//! connection by its request whatever the cluster.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -10,6 +15,8 @@ use dispatch_kf_sim::Sim;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls::pki_types::ServerName;
 
 /// How much of what a connection carries toward the sim is kept to match needles
 /// against: enough for the requests' heads.
@@ -19,6 +26,56 @@ const CARRIED_KEPT: usize = 64 * 1024;
 pub struct Proxy {
     port: u16,
     shared: Arc<Shared>,
+}
+
+/// Where a proxy passes its connections.
+#[derive(Clone)]
+enum Upstream {
+    /// Plain TCP to this loopback port.
+    Plain(u16),
+    /// TLS to this address, as the configuration's user.
+    Tls { address: String, server: ServerName<'static>, connector: TlsConnector },
+}
+
+impl Upstream {
+    /// Passes `client` on, both ways, through `connection`.
+    async fn pass(&self, client: TcpStream, connection: Arc<Connection>, shared: Arc<Shared>) {
+        let (client_read, client_write) = client.into_split();
+        match self {
+            Upstream::Plain(port) => {
+                let Ok(server) = TcpStream::connect(("127.0.0.1", *port)).await else { return };
+                let (server_read, server_write) = server.into_split();
+                both_ways(
+                    (client_read, client_write),
+                    (server_read, server_write),
+                    connection,
+                    shared,
+                );
+            }
+            Upstream::Tls { address, server, connector } => {
+                let Ok(tcp) = TcpStream::connect(address.as_str()).await else { return };
+                let Ok(tls) = connector.connect(server.clone(), tcp).await else { return };
+                both_ways((client_read, client_write), tokio::io::split(tls), connection, shared);
+            }
+        }
+    }
+}
+
+/// Pipes each side to the other.
+fn both_ways(
+    (client_read, client_write): (
+        impl AsyncRead + Unpin + Send + 'static,
+        impl AsyncWrite + Unpin + Send + 'static,
+    ),
+    (server_read, server_write): (
+        impl AsyncRead + Unpin + Send + 'static,
+        impl AsyncWrite + Unpin + Send + 'static,
+    ),
+    connection: Arc<Connection>,
+    shared: Arc<Shared>,
+) {
+    tokio::spawn(pipe(client_read, server_write, connection.clone(), shared.clone(), true));
+    tokio::spawn(pipe(server_read, client_write, connection, shared, false));
 }
 
 #[derive(Default)]
@@ -88,30 +145,51 @@ impl Shared {
 }
 
 impl Proxy {
-    /// A proxy to `sim`, passing everything on until told otherwise.
+    /// A proxy to `sim` (serving plain HTTP), passing everything on until told
+    /// otherwise.
     pub async fn to(sim: &Sim) -> Proxy {
         let upstream: u16 = sim.url().rsplit(':').next().and_then(|p| p.parse().ok()).unwrap();
+        Proxy::listening(Upstream::Plain(upstream)).await
+    }
+
+    /// A proxy to the HTTPS apiserver of `config`, and the configuration its clients
+    /// use: plain HTTP to the proxy, the same user but for the client certificate,
+    /// which the proxy presents onward.
+    pub async fn in_front_of(config: &kube::Config) -> (Proxy, kube::Config) {
+        use kube::client::ConfigExt;
+        let mut tls = config.rustls_client_config().expect("a TLS configuration");
+        // The clients speak HTTP/1.1 to the proxy, so onward it must be HTTP/1.1 too.
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let url = &config.cluster_url;
+        let host = url.host().expect("the apiserver's host").to_owned();
+        let port = url.port_u16().unwrap_or(443);
+        let server = ServerName::try_from(config.tls_server_name.clone().unwrap_or(host.clone()))
+            .expect("a TLS server name");
+        let connector = TlsConnector::from(Arc::new(tls));
+        let upstream = Upstream::Tls { address: format!("{host}:{port}"), server, connector };
+        let proxy = Proxy::listening(upstream).await;
+        let mut through = config.clone();
+        through.cluster_url = format!("http://127.0.0.1:{}", proxy.port).parse().expect("a URL");
+        through.root_cert = None;
+        through.auth_info.client_certificate = None;
+        through.auth_info.client_certificate_data = None;
+        through.auth_info.client_key = None;
+        through.auth_info.client_key_data = None;
+        (proxy, through)
+    }
+
+    async fn listening(upstream: Upstream) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared::default());
         let accepting = shared.clone();
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)).await else { return };
                 let connection = Arc::new(Connection::default());
                 lock(&accepting.connections).push(Arc::downgrade(&connection));
                 accepting.made.fetch_add(1, Ordering::SeqCst);
-                let (client_read, client_write) = client.into_split();
-                let (server_read, server_write) = server.into_split();
-                let shared = accepting.clone();
-                tokio::spawn(pipe(
-                    client_read,
-                    server_write,
-                    connection.clone(),
-                    shared.clone(),
-                    true,
-                ));
-                tokio::spawn(pipe(server_read, client_write, connection, shared, false));
+                let (upstream, shared) = (upstream.clone(), accepting.clone());
+                tokio::spawn(async move { upstream.pass(client, connection, shared).await });
             }
         });
         Proxy { port, shared }

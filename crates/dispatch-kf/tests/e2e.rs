@@ -810,3 +810,45 @@ async fn writes_refused_while_the_gate_is_down_pass_once_a_gate_leads_again() {
     w.until_running(&job, &object, 1).await;
     w.stop_leaves_nothing(&job).await;
 }
+
+/// The first Ended a Watch sends is the right one while its pods watch lags: the
+/// Watch's every request goes through a proxy, which stalls the connection of its
+/// pods watch (as a stuck connection or a lagging watch cache would); a rank runs out
+/// of memory and its pod is deleted at once, and the JobSet's teardown deletes the
+/// other. The Watch's reads list the pods fresh and find them gone while its pods
+/// watch still holds them: it sends no Ended until those deletions arrive, and then
+/// says out-of-memory (`docs/backend.md`, the Watch's held-back Ended).
+#[tokio::test]
+async fn the_first_ended_a_watch_sends_waits_for_deletions_its_pods_watch_has_not_seen() {
+    let job = job(25);
+    let w = BackendOnTarget::for_job(&job).await;
+    let (proxy, watching) = w.backend_through_proxy().await;
+    let object = w.backend.start(&patient_cx(), &request(&job, Program::Sleep)).await.unwrap();
+    w.backend.open(&patient_cx(), &object).await.unwrap();
+    w.until_running(&job, &object, 1).await;
+    let watched = BackendOnTarget::watch_with(&watching, &job);
+    w.until_watched(&watched, "the Watch says running", |o| o.state == ObjectState::Running).await;
+
+    proxy.freeze_carrying(&["/pods?", "watch=true"]);
+    let ranks = w.ranks(&job, &object.name).await;
+    let (rank, _) = &ranks[0];
+    w.target.oom(w.kube(), rank).await;
+    w.delete_pod(rank).await;
+    w.until_pods_run(&job, &object.name, 0).await;
+    w.until_found(&job, "the job ended", |o| o.state == ObjectState::Ended).await;
+    // A few of the Watch's looks while its pods watch still stalls.
+    for _ in 0..3 {
+        w.target.pass_time().await;
+    }
+    let early = watched.seen_now();
+    let early_end = early.iter().find(|o| !o.foreign && o.state == ObjectState::Ended);
+    assert!(early_end.is_none(), "an Ended sent while deletions were unseen: {early_end:#?}");
+    proxy.thaw();
+
+    let ended =
+        w.until_watched(&watched, "the Watch says ended", |o| o.state == ObjectState::Ended).await;
+    assert_eq!(ended.object.uid, object.uid);
+    assert_eq!(ended.cause.kind, CauseKind::OutOfMemory, "{ended:#?}");
+    drop(watched);
+    w.stop_leaves_nothing(&job).await;
+}

@@ -9,6 +9,7 @@ use dispatch_core::{Backend, CallContext, JobId, JobSpec, ObjectObs, StartReques
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_client::Cluster;
 use dispatch_kf_model::{Settings, keys};
+use dispatch_kf_testkit::Proxy;
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -405,11 +406,28 @@ impl BackendOnTarget {
     /// Factory on `target` in `mode` (on the LocalQueue `queue` in Kueue mode), as the
     /// command runs it for each call.
     async fn factory(target: &Target, mode: Mode, queue: &str) -> KubeflowBackend {
-        let cluster = Cluster::from_kube_config(target.config().await, Duration::from_secs(30))
+        Self::factory_with(target, target.config().await, mode, queue).await
+    }
+
+    /// [`BackendOnTarget::factory`] with the client configuration `config`.
+    async fn factory_with(
+        target: &Target,
+        config: kube::Config,
+        mode: Mode,
+        queue: &str,
+    ) -> KubeflowBackend {
+        let cluster = Cluster::from_kube_config(config, Duration::from_secs(30))
             .expect("a client for the adapter");
         KubeflowBackend::with_cluster(settings(mode, queue), cluster, &patient_cx())
             .await
             .unwrap_or_else(|e| panic!("Factory on {}: {e}", target.describe()))
+    }
+
+    /// A Backend whose every request goes through a proxy that can stall its
+    /// connections (`dispatch_kf_testkit::Proxy`, ending TLS in front of the target).
+    pub(crate) async fn backend_through_proxy(&self) -> (Proxy, KubeflowBackend) {
+        let (proxy, config) = Proxy::in_front_of(&self.target.config().await).await;
+        (proxy, Self::factory_with(&self.target, config, self.mode, QUEUE).await)
     }
 
     /// A Backend made anew, as a command made now would have it (its preflight
@@ -597,6 +615,13 @@ pub(crate) struct Watched {
     task: tokio::task::JoinHandle<()>,
 }
 
+impl Watched {
+    /// What the Watch has said so far.
+    pub(crate) fn seen_now(&self) -> Vec<ObjectObs> {
+        self.seen.lock().expect("not poisoned").clone()
+    }
+}
+
 impl Drop for Watched {
     fn drop(&mut self) {
         self.task.abort();
@@ -607,8 +632,13 @@ impl BackendOnTarget {
     /// Starts watching `job`; a watch that fails is subscribed to again, as the Watch
     /// contract asks.
     pub(crate) fn watch(&self, job: &JobId) -> Watched {
+        Self::watch_with(&self.backend, job)
+    }
+
+    /// [`BackendOnTarget::watch`] through `backend`.
+    pub(crate) fn watch_with(backend: &KubeflowBackend, job: &JobId) -> Watched {
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let (backend, job, into) = (self.backend.clone(), job.clone(), seen.clone());
+        let (backend, job, into) = (backend.clone(), job.clone(), seen.clone());
         let task = tokio::spawn(async move {
             loop {
                 let Ok(mut stream) = backend.watch(&patient_cx(), &job).await else { continue };
@@ -741,6 +771,13 @@ impl BackendOnTarget {
             labels.and_then(|l| l.get(keys::JOBSET_NAME)).map(String::as_str) == Some(name)
         });
         pods
+    }
+
+    /// Deletes the pod `name` at once (no grace period), as an administrator's
+    /// `kubectl delete --now` or a node's eviction would.
+    pub(crate) async fn delete_pod(&self, name: &str) {
+        let now = kube::api::DeleteParams::default().grace_period(0);
+        Self::api(&self.kube, Kind::Pod).delete(name, &now).await.expect("delete the pod");
     }
 
     /// The pods of `job`'s TrainJob `name`, by rank: (pod, node).

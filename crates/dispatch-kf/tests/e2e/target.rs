@@ -162,7 +162,7 @@ impl Target {
 
     /// Lets time pass: on the sim, the programs the pods run act and the virtual
     /// clocks (the sim's and tokio's) move on; on a real cluster, the suite sleeps.
-    async fn pass_time(&self) {
+    pub(crate) async fn pass_time(&self) {
         match self {
             Target::Sim(sim, _) => {
                 run_programs(sim);
@@ -651,6 +651,35 @@ impl Target {
                 sim.add_fault(Fault::on("create", "trainjobs", runtime_not_in_trainer_cache()));
             }
             Component::Apiserver => sim.set_refusing(false).await,
+        }
+    }
+}
+
+impl Target {
+    /// The running pod `pod` runs out of memory, as its kubelet would report it: its
+    /// container terminated 137, `OOMKilled`, the pod failed. On the sim its `oom`
+    /// verb; on a real cluster a write of the pod's status.
+    pub(crate) async fn oom(&self, kube: &kube::Client, pod: &str) {
+        match self {
+            Target::Sim(sim, _) => assert!(sim.oom(NAMESPACE, pod), "oom {pod}"),
+            Target::Real(_) => {
+                let now = jiff::Timestamp::now().round(jiff::Unit::Second).expect("a time");
+                let found = pods(kube).get(pod).await.expect("the pod");
+                let mut statuses = found.data["status"]["containerStatuses"].clone();
+                for status in statuses.as_array_mut().into_iter().flatten() {
+                    let started = status["state"]["running"]["startedAt"].clone();
+                    status["ready"] = json!(false);
+                    status["state"] = json!({"terminated": {
+                        "exitCode": 137, "reason": "OOMKilled",
+                        "startedAt": started, "finishedAt": now.to_string()
+                    }});
+                }
+                let patch = json!({"status": {"phase": "Failed", "containerStatuses": statuses}});
+                pods(kube)
+                    .patch_status(pod, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .expect("the pod's status: out of memory");
+            }
         }
     }
 }
