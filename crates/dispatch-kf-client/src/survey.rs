@@ -6,7 +6,11 @@
 //!
 //! One TrainJob costs a get of it, a get of its JobSet, one list of pods and at most one
 //! of Workloads, plus a get per Node. A namespace (or every namespace) costs one list per
-//! kind, selected by the label that joins it to a TrainJob, plus a get per Node.
+//! kind, selected by the label that joins it to a TrainJob, plus a get per Node. Pods
+//! are selected by the TrainJobs' names (`jobset-name in (...)`) when there are at most
+//! [`NAMES_SELECTED`] of them, so a few TrainJobs among many other JobSets read only
+//! their own pods; past that, every JobSet's pods in pages, which costs fewer requests
+//! than lists of names would.
 //!
 //! The TrainJobs are read first, then what joins to them, together: the JobSet or pods
 //! of a TrainJob made after that first read join nothing and are left out of the
@@ -49,6 +53,21 @@ impl Scope<'_> {
     }
 }
 
+/// How many TrainJobs' names a pod selector may list.
+pub(crate) const NAMES_SELECTED: usize = 50;
+
+/// The label selector of the pods of `train_jobs`' JobSets: by their names while they are
+/// few, by JobSet's label alone past [`NAMES_SELECTED`].
+fn pods_of(train_jobs: &[View]) -> String {
+    let mut names: Vec<&str> = train_jobs.iter().map(|tj| tj.meta().name()).collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.len() > NAMES_SELECTED {
+        return keys::JOBSET_NAME.to_owned();
+    }
+    format!("{} in ({})", keys::JOBSET_NAME, names.join(","))
+}
+
 impl Cluster {
     /// The TrainJobs in `scope`: one get, or one list.
     pub async fn read_train_jobs(&self, cx: &CallContext, scope: Scope<'_>) -> Result<Vec<View>> {
@@ -88,11 +107,14 @@ impl Cluster {
                     self.listed(cx, scope, WORKLOAD, &by_uid, workloads),
                 )?
             }
-            Scope::Namespace(_) | Scope::Everywhere => futures::try_join!(
-                self.listed(cx, scope, JOB_SET, "", true),
-                self.listed(cx, scope, POD, keys::JOBSET_NAME, true),
-                self.listed(cx, scope, WORKLOAD, keys::KUEUE_JOB_UID, workloads),
-            )?,
+            Scope::Namespace(_) | Scope::Everywhere => {
+                let pods = pods_of(&train_jobs);
+                futures::try_join!(
+                    self.listed(cx, scope, JOB_SET, "", true),
+                    self.listed(cx, scope, POD, &pods, true),
+                    self.listed(cx, scope, WORKLOAD, keys::KUEUE_JOB_UID, workloads),
+                )?
+            }
         };
         for view in train_jobs.into_iter().chain(job_sets).chain(pods).chain(workloads) {
             snapshot.push(view);

@@ -93,15 +93,36 @@ async fn explaining_one_train_job_reads_only_what_joins_to_it() {
 
     // A namespace: one list per kind, each selected by what joins it to a TrainJob and
     // read in pages, and a get per Node (both TrainJobs' one pod each may share one).
+    // The pods are those of the TrainJobs' JobSets, by name.
     let whole = Explain { scope: Scope::Namespace(NS), ..named("") };
     let read = explained(&sim, &cluster, whole).await;
     let lists: Vec<&String> = read.iter().filter(|r| !r.contains("/nodes/")).collect();
     assert_eq!(lists.len(), 3, "TrainJobs, JobSets, pods: {read:?}");
     let page = dispatch_kf_client::LIST_PAGE;
-    let by_job_set = format!("labelSelector={}&limit={page}", keys::JOBSET_NAME);
-    assert!(lists.iter().any(|r| r.contains("/pods?") && r.ends_with(&by_job_set)), "{lists:?}");
+    let by_name = format!("labelSelector={} in (by-hand,other)&limit={page}", keys::JOBSET_NAME);
+    assert!(lists.iter().any(|r| r.contains("/pods?") && r.ends_with(&by_name)), "{lists:?}");
     assert!(lists.iter().all(|r| r.ends_with(&format!("limit={page}"))), "paged: {lists:?}");
     assert!(read.iter().filter(|r| r.contains("/nodes/")).count() <= 2, "{read:?}");
+}
+
+/// Past fifty TrainJobs in the scope, a list naming them all would cost more than the
+/// pods of every JobSet read in pages: explain reads those instead, and still explains
+/// each TrainJob from its own pods.
+#[tokio::test]
+async fn past_fifty_train_jobs_explain_reads_every_job_sets_pods_in_pages() {
+    let sim = cluster().await;
+    for i in 0..51 {
+        by_hand(&sim, &format!("by-hand-{i}"), json!({}));
+    }
+    let cluster = connect(&sim, "admin").await;
+    let whole = Explain { scope: Scope::Namespace(NS), ..named("") };
+    let read = explained(&sim, &cluster, whole).await;
+    let page = dispatch_kf_client::LIST_PAGE;
+    let by_label = format!("labelSelector={}&limit={page}", keys::JOBSET_NAME);
+    assert!(read.iter().any(|r| r.contains("/pods?") && r.ends_with(&by_label)), "{read:?}");
+    let obs = explain(&cluster, &cx(), whole).await.unwrap();
+    assert_eq!(obs.len(), 51);
+    assert!(obs.iter().all(|o| o.state == ObjectState::Running), "{obs:#?}");
 }
 
 /// The requests `explain` sends for `request`, but the access reviews, as
@@ -117,7 +138,11 @@ async fn explained(
         .iter()
         .filter(|r| !r.path.contains("selfsubjectaccessreviews"))
         .map(|r| {
-            format!("{} {}?{}", r.method, r.path, r.query.replace("%3D", "=").replace("%2F", "/"))
+            let query =
+                [("%3D", "="), ("%2F", "/"), ("+", " "), ("%28", "("), ("%29", ")"), ("%2C", ",")]
+                    .iter()
+                    .fold(r.query.clone(), |q, (from, to)| q.replace(from, to));
+            format!("{} {}?{query}", r.method, r.path)
         })
         .collect()
 }
