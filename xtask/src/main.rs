@@ -2,15 +2,19 @@
 //!
 //! - `cargo xtask test`: every test of the workspace (what `.ci/run` runs).
 //! - `cargo xtask ci [--real]`: formatting, clippy with warnings denied, docs, then the
-//!   tests; with `--real`, then the end-to-end suite on the real control plane.
+//!   tests; with `--real`, then the end-to-end suite on the real control plane and a
+//!   short chaos run.
 //! - `cargo xtask bench classify`: offline classification against a plain JSON parse;
 //!   `cargo xtask bench cli`: every command on `sim serve`; `cargo xtask bench scale`:
 //!   one Backend among many jobs (docs/benchmarks.md).
 //! - `cargo xtask e2e --kubeconfig FILE | --real [--stack NAME]`: the end-to-end suite
 //!   against a real cluster, or on the real control plane of `cargo xtask cluster` in
 //!   both modes.
-//! - `cargo xtask cluster up|gate|down|build`: the real control plane at one stack's
-//!   versions (docs/real-cluster.md).
+//! - `cargo xtask cluster up|gate|down|build|kill|freeze|thaw|restart`: the real control
+//!   plane at one stack's versions, and faults of its processes (docs/real-cluster.md).
+//! - `cargo xtask chaos [--stack NAME] [--mode M] [--seconds S] [--seed N] [--jobs J]`:
+//!   random faults on the real control plane under a supervisor's load, checked by an
+//!   observer of its own (docs/chaos.md).
 //! - `cargo xtask matrix [--stack A,B]`: the suite on every stack in both modes, written
 //!   into docs/compatibility.md.
 //! - `cargo xtask fidelity`: the suite on the sim and on the real control plane, side by side.
@@ -30,6 +34,7 @@
 //! crates as an outside crate depends on them, both run as tests.
 
 mod bench;
+mod chaos;
 mod cluster;
 #[cfg(test)]
 mod deps;
@@ -47,11 +52,12 @@ mod tidy;
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: cargo xtask <test|ci|bench classify|bench cli|bench scale|e2e|cluster|matrix|fidelity|fixtures|soak|dist|python|install|fuzz>
+    "usage: cargo xtask <test|ci|bench classify|bench cli|bench scale|chaos|e2e|cluster|matrix|fidelity|fixtures|soak|dist|python|install|fuzz>
 
   test             run every test of the workspace
   ci [--real]      cargo fmt --check, clippy -D warnings, cargo doc, then test; with
                    --real, then the e2e suite on the real control plane (e2e --real)
+                   and a short chaos run in both modes (chaos --seconds 90)
   bench classify   time dispatch-kf classify against serde_json on generated dumps
   bench cli        every command's wall time on sim serve; writing commands within 2x find
   bench scale [--stack NAME | --kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]
@@ -62,9 +68,12 @@ const USAGE: &str =
                    run the end-to-end suite against a real cluster (docs/e2e.md), or on
                    the real control plane in both modes (docs/real-cluster.md)
   cluster up [--stack NAME] [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE]
-        | gate | down | build [--stack NAME]
+        | gate | down | build [--stack NAME] | kill|freeze|thaw|restart PROCESS
                    the real control plane on localhost, built from upstream's Go modules
                    at one stack's versions (default current; docs/compatibility.md)
+  chaos [--stack NAME] [--mode plain|kueue|both] [--seconds S] [--seed N] [--jobs J]
+                   random faults on the real control plane (default: current, both
+                   modes, 120 s, seed 1, 20 jobs), checked by an observer; docs/chaos.md
   matrix [--stack NAME,NAME...] | --docs-only
                    the e2e suite on each supported stack (or those named) in both modes,
                    recorded in docs/compatibility.json and written to docs/compatibility.md
@@ -93,6 +102,7 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("ci") => ci(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
+        Some("chaos") => chaos::run(&args[1..]),
         Some("e2e") => e2e::run(&args[1..]),
         Some("cluster") => cluster::run(&args[1..]),
         Some("matrix") => matrix::run(&args[1..]),
@@ -128,7 +138,8 @@ fn test(extra: &[String]) -> run::Result {
 }
 
 /// What CI checks beyond the tests: formatting, lints and docs; with `--real`, then the
-/// end-to-end suite on the real control plane in both modes (`cargo xtask e2e --real`).
+/// end-to-end suite on the real control plane in both modes (`cargo xtask e2e --real`)
+/// and a short chaos run in both modes (`cargo xtask chaos`, 90 s each).
 fn ci(args: &[String]) -> run::Result {
     let real = match args {
         [] => false,
@@ -142,7 +153,11 @@ fn ci(args: &[String]) -> run::Result {
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
     test(&[])?;
-    if real { e2e::run(&["--real".to_owned()]) } else { Ok(()) }
+    if !real {
+        return Ok(());
+    }
+    e2e::run(&["--real".to_owned()])?;
+    chaos::chaos(&chaos::Options::short())
 }
 
 /// The soak, built as the tests are (`crates/dispatch-kf-testkit/src/bin/soak.rs`).

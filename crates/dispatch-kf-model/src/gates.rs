@@ -294,14 +294,23 @@ pub fn seal(train_job: &mut Value, record: &EndRecord) -> Result<Edit, Error> {
 
 /// Kueue-mode Release of `instance` on the Workload: removes the hold, makes it active
 /// again and counts the Release in `d/releases`, so the gate controller permits one
-/// more admission (`readmission::decide`).
-pub fn release_kueue(workload: &mut Value, instance: u64) -> Result<Edit, Error> {
+/// more admission (`readmission::decide`), once the previous execution's pods are gone,
+/// as in plain mode: Kueue would admit the Workload again at once, and the resumed
+/// Jobs make their pods while the held ones still terminate.
+pub fn release_kueue(
+    workload: &mut Value,
+    instance: u64,
+    situation: &Situation,
+) -> Result<Edit, Error> {
     well_formed(workload)?;
     check_instance(instance)?;
     match hold_in_force(workload)? {
         None => return Ok(Edit::Unchanged),
         Some(k) if k != instance => return Err(stale(instance, k)),
         Some(_) => {}
+    }
+    if !situation.pods_remaining.is_empty() {
+        return Err(pods_remain("release", &situation.pods_remaining));
     }
     let releases = annotation(workload, keys::ANN_RELEASES).and_then(parse_counter).unwrap_or(0);
     let annotations = annotations(workload);

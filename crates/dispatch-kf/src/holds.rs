@@ -88,7 +88,7 @@ impl Inner {
             }
             (Verb::Release(k), true) => {
                 let workload = call.workload().await?;
-                call.edit(WORKLOAD, &workload, |wl, _| gates::release_kueue(wl, k)).await
+                call.edit(WORKLOAD, &workload, |wl, s| gates::release_kueue(wl, k, s)).await
             }
         }
     }

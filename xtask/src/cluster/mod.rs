@@ -222,29 +222,43 @@ const GATE_ACCOUNT: (&str, &str) = ("dispatch-system", "dispatch-kf-gate");
 /// runs as its ServiceAccount, with only the permissions of `GATE_RBAC`, which this
 /// applies first: the e2e suite's Kueue scenario thereby proves they are enough.
 pub(crate) fn start_gate() -> run::Result {
+    start_gates(1)
+}
+
+/// [`start_gate`] with `replicas` replicas electing a leader: `dispatch-kf-gate` (the
+/// identity `xtask-gate`, which leads), then `dispatch-kf-gate-2` and on (`xtask-gate-2`
+/// ..., which follow).
+pub(crate) fn start_gates(replicas: u32) -> run::Result {
     let stack = running_stack()?;
-    eprintln!("xtask: starting the gate on the control plane of stack {}", stack.name);
+    eprintln!("xtask: starting {replicas} gate(s) on the control plane of stack {}", stack.name);
     run::cargo(&["build", "-p", "dispatch-kf-gate", "--locked"])?;
-    let _killed = process::stop_one(&run_dir(), "dispatch-kf-gate", Duration::from_secs(10));
     let kubeconfig = gate_kubeconfig()?;
-    let binary = run::target_dir().join("debug").join("dispatch-kf-gate");
-    let mut gate = std::process::Command::new(binary);
-    gate.arg("--kubeconfig").arg(&kubeconfig).args([
-        "--lease-namespace",
-        GATE_ACCOUNT.0,
-        "--identity",
-        "xtask-gate",
-        // Any free port: the probe server must not collide with the machine's others.
-        "--probe-address",
-        "127.0.0.1:0",
-    ]);
-    let pid = process::spawn(&run_dir(), "dispatch-kf-gate", gate, process::Ready::Running)?;
-    // It is ready when its Lease names it.
-    process::wait_ready(&run_dir(), "dispatch-kf-gate", pid, Duration::from_secs(60), || {
-        let lease = ["-n", GATE_ACCOUNT.0, "get", "lease", "dispatch-readmission-gate"];
-        let holder = [&lease[..], &["-o", "jsonpath={.spec.holderIdentity}"]].concat();
-        admin_kubectl(&holder).is_ok_and(|holder| holder == "xtask-gate")
-    })
+    for replica in 1..=replicas {
+        let suffix = if replica == 1 { String::new() } else { format!("-{replica}") };
+        let (name, identity) = (format!("dispatch-kf-gate{suffix}"), format!("xtask-gate{suffix}"));
+        let _killed = process::stop_one(&run_dir(), &name, Duration::from_secs(10));
+        let binary = run::target_dir().join("debug").join("dispatch-kf-gate");
+        let mut gate = std::process::Command::new(binary);
+        gate.arg("--kubeconfig").arg(&kubeconfig).args([
+            "--lease-namespace",
+            GATE_ACCOUNT.0,
+            "--identity",
+            &identity,
+            // Any free port: the probe server must not collide with the machine's others.
+            "--probe-address",
+            "127.0.0.1:0",
+        ]);
+        let pid = process::spawn(&run_dir(), &name, gate, process::Ready::Running)?;
+        // The first is ready when its Lease names it; the others follow it.
+        if replica == 1 {
+            process::wait_ready(&run_dir(), &name, pid, Duration::from_secs(60), || {
+                let lease = ["-n", GATE_ACCOUNT.0, "get", "lease", "dispatch-readmission-gate"];
+                let holder = [&lease[..], &["-o", "jsonpath={.spec.holderIdentity}"]].concat();
+                admin_kubectl(&holder).is_ok_and(|holder| holder == identity)
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Applies the gate's RBAC and writes a kubeconfig with a day's token of its

@@ -188,19 +188,24 @@ fn kueue_open_on_an_ended_train_job_says_whether_it_ever_ran() {
 }
 
 #[test]
-fn kueue_holds_deactivate_the_workload_and_release_reactivates_it() {
+fn kueue_holds_deactivate_the_workload_and_release_reactivates_it_once_its_pods_are_gone() {
     let mut wl = json!({"metadata": {"name": "w"}, "spec": {"active": true}});
     hold_kueue(&mut wl, 1, &calm()).unwrap();
     assert_eq!(wl["spec"]["active"], false);
     assert_eq!(hold_in_force(&wl).unwrap(), Some(1));
-    assert!(release_kueue(&mut wl, 2).unwrap_err().is_stale_hold());
-    assert_eq!(release_kueue(&mut wl, 1).unwrap(), Edit::Write);
+    assert!(release_kueue(&mut wl, 2, &calm()).unwrap_err().is_stale_hold());
+    let busy = Situation { pods_remaining: vec!["p-0".into()], ..calm() };
+    let held = wl.clone();
+    let err = release_kueue(&mut wl, 1, &busy).unwrap_err();
+    assert!(err.is_pods_remain() && err.is(Kind::Unreachable), "{err:?}");
+    assert_eq!(wl, held, "nothing written while the held execution's pods remain");
+    assert_eq!(release_kueue(&mut wl, 1, &calm()).unwrap(), Edit::Write);
     assert_eq!(wl["spec"]["active"], true);
     assert_eq!(hold_in_force(&wl).unwrap(), None);
     assert_eq!(wl["metadata"]["annotations"][keys::ANN_RELEASES], "1", "the Release is counted");
-    assert_eq!(release_kueue(&mut wl, 1).unwrap(), Edit::Unchanged);
+    assert_eq!(release_kueue(&mut wl, 1, &calm()).unwrap(), Edit::Unchanged);
     hold_kueue(&mut wl, 2, &calm()).unwrap();
-    release_kueue(&mut wl, 2).unwrap();
+    release_kueue(&mut wl, 2, &calm()).unwrap();
     assert_eq!(wl["metadata"]["annotations"][keys::ANN_RELEASES], "2");
 }
 
@@ -226,7 +231,7 @@ fn malformed_objects_are_refused_without_panicking_or_being_edited() {
             ("hold_plain", |v| hold_plain(v, 1, &calm())),
             ("hold_kueue", |v| hold_kueue(v, 1, &calm())),
             ("release_plain", |v| release_plain(v, 1, &calm())),
-            ("release_kueue", |v| release_kueue(v, 1)),
+            ("release_kueue", |v| release_kueue(v, 1, &calm())),
         ];
         for (name, call) in calls {
             let mut edited = bad.clone();

@@ -1,0 +1,275 @@
+//! The faults, one after another with a pause of one to four seconds, each drawn from
+//! the seed and logged: a process of the control plane killed and started again, or
+//! frozen and thawed (through `xtask cluster`); the adapter's connections stalled (the
+//! proxy); a rank out of memory or exiting 3 (its status written as its kubelet would);
+//! a pod or a JobSet deleted by hand; a node lost (kwok lets go of it), then taken out of
+//! service, deleted and added again under a new name.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use dispatch_kf_testkit::Proxy;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::json;
+
+use crate::observer::{Observer, Pod};
+use crate::report::Log;
+use crate::{Args, NS, resource};
+
+/// The kube call `$call` (a future, made anew each time) again while the apiserver is
+/// away (a process fault), for up to two minutes; its error as text after that.
+macro_rules! retried {
+    ($call:expr) => {{
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            match $call.await {
+                Ok(value) => break Ok::<_, String>(value),
+                Err(e) if Instant::now() > deadline => break Err(e.to_string()),
+                Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+            }
+        }
+    }};
+}
+
+/// The processes of every run, and those of Kueue mode.
+const PROCESSES: [&str; 6] = [
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "jobset",
+    "trainer-controller-manager",
+];
+const KUEUE_PROCESSES: [&str; 3] = ["kueue", "dispatch-kf-gate", "dispatch-kf-gate-2"];
+/// kwok's label on the nodes it plays.
+const KWOK_MANAGED: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
+
+pub(crate) struct Faults {
+    xtask: String,
+    processes: Vec<&'static str>,
+    kube: kube::Client,
+    proxy: Arc<Proxy>,
+    log: Arc<Log>,
+    rng: fastrand::Rng,
+    /// A node loss is being played out.
+    losing: Arc<AtomicBool>,
+}
+
+impl Faults {
+    pub(crate) fn new(args: &Args, kube: kube::Client, proxy: Arc<Proxy>, log: Arc<Log>) -> Faults {
+        let mut processes = PROCESSES.to_vec();
+        if args.kueue {
+            processes.extend(KUEUE_PROCESSES);
+        }
+        Faults {
+            xtask: args.xtask.clone(),
+            processes,
+            kube,
+            proxy,
+            log,
+            rng: fastrand::Rng::with_seed(args.seed),
+            losing: Arc::default(),
+        }
+    }
+
+    /// Injects faults until `until`; returns with every one mended.
+    pub(crate) async fn run(mut self, until: Instant, observer: &Observer) {
+        // The load first gets going.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        while Instant::now() < until {
+            let running = observer.running();
+            match self.rng.u32(0..100) {
+                0..35 => self.process().await,
+                35..45 => self.stall_connections().await,
+                45..57 => self.end_rank(&running, 137, "OOMKilled", "out-of-memory").await,
+                57..69 => self.end_rank(&running, 3, "Error", "exit-3").await,
+                69..79 => self.delete_pod(&running).await,
+                79..90 => self.delete_job_set().await,
+                _ => self.lose_node(&running),
+            }
+            tokio::time::sleep(Duration::from_millis(self.rng.u64(1000..4000))).await;
+        }
+        while self.losing.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+
+    /// A process killed and started again, or frozen and thawed, after one to eight
+    /// seconds.
+    async fn process(&mut self) {
+        let name = self.processes[self.rng.usize(0..self.processes.len())];
+        let down = Duration::from_millis(self.rng.u64(1000..8000));
+        let (first, then) = if self.rng.bool() { ("kill", "restart") } else { ("freeze", "thaw") };
+        self.log.fault(&format!("{first} {name}"), &format!("{first} for {down:.1?}, then {then}"));
+        if let Err(e) = self.xtask(&["cluster", first, name]).await {
+            self.log.note(e);
+        }
+        tokio::time::sleep(down).await;
+        if let Err(e) = self.xtask(&["cluster", then, name]).await {
+            self.log.violation(format!("{then} {name}: {e}"));
+        }
+    }
+
+    async fn xtask(&self, args: &[&str]) -> Result<(), String> {
+        let program = self.xtask.clone();
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        tokio::task::spawn_blocking(move || {
+            let out = std::process::Command::new(&program).args(&args).output();
+            match out {
+                Ok(out) if out.status.success() => Ok(()),
+                Ok(out) => Err(format!(
+                    "xtask {}: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )),
+                Err(e) => Err(format!("xtask {}: {e}", args.join(" "))),
+            }
+        })
+        .await
+        .expect("a blocking task")
+    }
+
+    /// Every connection of the adapter passes nothing for one to ten seconds.
+    async fn stall_connections(&mut self) {
+        let stall = Duration::from_millis(self.rng.u64(1000..10_000));
+        self.log.fault("stall the adapter's connections", &format!("{stall:.1?}"));
+        self.proxy.freeze();
+        tokio::time::sleep(stall).await;
+        self.proxy.thaw();
+    }
+
+    fn pick<'a>(&mut self, running: &'a [Pod]) -> Option<&'a Pod> {
+        (!running.is_empty()).then(|| &running[self.rng.usize(0..running.len())])
+    }
+
+    /// A running rank's container ends `code` (`reason`), as its kubelet would write it.
+    async fn end_rank(&mut self, running: &[Pod], code: i32, reason: &str, cause: &'static str) {
+        let Some(pod) = self.pick(running) else { return };
+        self.log.fault(
+            cause,
+            &format!("pod {} of job {} submission {}", pod.name, pod.job, pod.submission),
+        );
+        self.log.injected(&pod.job, pod.submission.parse().unwrap_or(0), cause);
+        let pods = self.api("", "v1", "Pod", "pods");
+        let Ok(found) = pods.get(&pod.name).await else { return };
+        let now = jiff::Timestamp::now().round(jiff::Unit::Second).expect("a time").to_string();
+        let mut statuses = found.data["status"]["containerStatuses"].clone();
+        for status in statuses.as_array_mut().into_iter().flatten() {
+            let started = status["state"]["running"]["startedAt"].clone();
+            status["ready"] = json!(false);
+            status["state"] = json!({"terminated": {
+                "exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now
+            }});
+        }
+        let patch = json!({"status": {"phase": "Failed", "containerStatuses": statuses}});
+        if let Err(e) =
+            pods.patch_status(&pod.name, &PatchParams::default(), &Patch::Merge(&patch)).await
+        {
+            self.log.note(format!("{cause} of {}: {e}", pod.name));
+        }
+    }
+
+    /// A running rank's pod deleted by hand.
+    async fn delete_pod(&mut self, running: &[Pod]) {
+        let Some(pod) = self.pick(running) else { return };
+        self.log.fault("pod deleted", &format!("pod {} of job {}", pod.name, pod.job));
+        self.log.injected(&pod.job, pod.submission.parse().unwrap_or(0), "pod-deleted");
+        let _ = self.api("", "v1", "Pod", "pods").delete(&pod.name, &DeleteParams::default()).await;
+    }
+
+    /// One of the namespace's JobSets, running or ended, deleted by hand.
+    async fn delete_job_set(&mut self) {
+        let job_sets = self.api("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets");
+        let Ok(list) = job_sets.list(&ListParams::default()).await else { return };
+        if list.items.is_empty() {
+            return;
+        }
+        let job_set = &list.items[self.rng.usize(0..list.items.len())];
+        let name = job_set.metadata.name.clone().unwrap_or_default();
+        let labels = job_set.metadata.labels.clone().unwrap_or_default();
+        let job = labels.get(dispatch_kf_model::keys::LABEL_JOB_ID).cloned().unwrap_or_default();
+        let submission =
+            labels.get(dispatch_kf_model::keys::LABEL_SUBMISSION).and_then(|s| s.parse().ok());
+        self.log.fault("JobSet deleted", &format!("JobSet {name} of job {job}"));
+        self.log.injected(&job, submission.unwrap_or(0), "jobset-deleted");
+        self.log.job_set_deleted(&job);
+        let _ = job_sets.delete(&name, &DeleteParams::background()).await;
+    }
+
+    /// A node with a running rank lost; twenty seconds later taken out of service, and
+    /// once its pods are gone deleted and added again. One at a time.
+    fn lose_node(&mut self, running: &[Pod]) {
+        let Some(pod) = self.pick(running) else { return };
+        if pod.node.is_empty() || self.losing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let node = pod.node.clone();
+        self.log.fault("node lost", &format!("node {node}"));
+        for pod in running.iter().filter(|p| p.node == node) {
+            self.log.injected(&pod.job, pod.submission.parse().unwrap_or(0), "node-lost");
+        }
+        let (kube, log, losing) = (self.kube.clone(), self.log.clone(), self.losing.clone());
+        tokio::spawn(async move {
+            if let Err(e) = lose_and_replace(&kube, &node).await {
+                log.violation(format!("node {node} could not be lost and added again: {e}"));
+            }
+            losing.store(false, Ordering::SeqCst);
+        });
+    }
+
+    fn api(&self, group: &str, version: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.kube.clone(), NS, &resource(group, version, kind, plural))
+    }
+}
+
+/// The node stops reporting (kwok's label taken off), is tainted out of service after
+/// twenty seconds, and once its pods are gone is deleted and added again as it was,
+/// named `<name>-again`.
+async fn lose_and_replace(kube: &kube::Client, name: &str) -> Result<(), String> {
+    let nodes = Api::<DynamicObject>::all_with(kube.clone(), &resource("", "v1", "Node", "nodes"));
+    let pods = Api::<DynamicObject>::all_with(kube.clone(), &resource("", "v1", "Pod", "pods"));
+    let before = retried!(nodes.get(name))?;
+    let unlabel = json!({"metadata": {"labels": {KWOK_MANAGED.0: null}}});
+    retried!(nodes.patch(name, &PatchParams::default(), &Patch::Merge(&unlabel)))?;
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    retried!(async {
+        let node = nodes.get(name).await?;
+        let mut taints = node.data["spec"]["taints"].as_array().cloned().unwrap_or_default();
+        taints.push(json!({"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}));
+        let patch = json!({"metadata": {"resourceVersion": node.metadata.resource_version}, "spec": {"taints": taints}});
+        nodes.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await
+    })?;
+    let on_node = ListParams::default().fields(&format!("spec.nodeName={name}"));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while retried!(pods.list(&on_node))?
+        .items
+        .iter()
+        .any(|p| p.metadata.namespace.as_deref() == Some(NS))
+    {
+        if Instant::now() > deadline {
+            return Err(
+                "its pods are still there two minutes after the out-of-service taint".into()
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    retried!(nodes.delete(name, &DeleteParams::default()))?;
+    while retried!(nodes.get_opt(name))?.is_some() {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // Added again under a name of its own: the lost one stays deleted, so Ceased of an
+    // execution that ran there keeps saying so.
+    let again = format!("{name}-again");
+    let mut labels = before.metadata.labels.unwrap_or_default();
+    labels.insert("kubernetes.io/hostname".to_owned(), again.clone());
+    labels.insert(KWOK_MANAGED.0.to_owned(), KWOK_MANAGED.1.to_owned());
+    let node = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": again, "labels": labels},
+        "status": {"allocatable": before.data["status"]["allocatable"], "capacity": before.data["status"]["capacity"]}
+    });
+    let node: DynamicObject = serde_json::from_value(node).map_err(|e| e.to_string())?;
+    retried!(nodes.create(&Default::default(), &node))?;
+    Ok(())
+}

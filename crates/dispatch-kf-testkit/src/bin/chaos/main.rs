@@ -1,0 +1,182 @@
+//! `cargo xtask chaos` (`docs/chaos.md`): random faults on the real control plane while
+//! a supervisor model drives jobs through one Backend, checked by an observer that reads
+//! the cluster with plain Kubernetes requests, not through the adapter.
+//!
+//! xtask starts the control plane (and in Kueue mode two gate replicas) and runs this
+//! with the admin kubeconfig and its own executable, through which the process faults
+//! are done (`xtask cluster kill|freeze|thaw|restart`). This process:
+//!
+//! - makes the namespace (and in Kueue mode its LocalQueue);
+//! - makes one Backend by Factory, every request of it through a proxy that can stall
+//!   its connections (`dispatch_kf_testkit::Proxy`);
+//! - runs `--jobs` supervisors (`supervisor.rs`), each a job submitted again and again;
+//! - injects a fault every few seconds, drawn from `--seed` (`faults.rs`);
+//! - samples the cluster every half second (`observer.rs`);
+//! - at the end mends every fault, StopJobs every job, and checks (`report.rs`).
+//!
+//! Usage: `chaos --kubeconfig FILE --xtask FILE --mode plain|kueue --seconds S --seed N
+//! --jobs J --report FILE`. Exits 1 on any violation.
+
+mod faults;
+mod observer;
+mod report;
+mod supervisor;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dispatch_kf::KubeflowBackend;
+use dispatch_kf_client::Cluster;
+use dispatch_kf_model::Settings;
+use dispatch_kf_testkit::Proxy;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use serde_json::json;
+
+/// The namespace the run works in.
+pub(crate) const NS: &str = "dispatch-chaos";
+/// The field manager of the harness's own writes.
+const MANAGER: &str = "dispatch-kf-chaos";
+
+/// What the run was asked for.
+#[derive(Clone, Debug)]
+pub(crate) struct Args {
+    kubeconfig: String,
+    pub(crate) xtask: String,
+    pub(crate) kueue: bool,
+    seconds: u64,
+    seed: u64,
+    jobs: u32,
+    report: String,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut found = std::collections::BTreeMap::new();
+    let mut rest = args.iter();
+    while let Some(flag) = rest.next() {
+        let value = rest.next().ok_or(format!("{flag} needs a value"))?;
+        found.insert(flag.trim_start_matches("--").to_owned(), value.clone());
+    }
+    let take = |name: &str| found.get(name).cloned().ok_or(format!("--{name} is missing"));
+    let number = |name: &str| take(name)?.parse::<u64>().map_err(|e| format!("--{name}: {e}"));
+    let kueue = match take("mode")?.as_str() {
+        "plain" => false,
+        "kueue" => true,
+        other => return Err(format!("--mode is plain or kueue, not {other:?}")),
+    };
+    Ok(Args {
+        kubeconfig: take("kubeconfig")?,
+        xtask: take("xtask")?,
+        kueue,
+        seconds: number("seconds")?,
+        seed: number("seed")?,
+        jobs: u32::try_from(number("jobs")?).map_err(|e| format!("--jobs: {e}"))?,
+        report: take("report")?,
+    })
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = match parse(&args) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!(
+                "chaos: {e}\nusage: chaos --kubeconfig FILE --xtask FILE --mode plain|kueue --seconds S --seed N --jobs J --report FILE"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let report = runtime.block_on(run(args.clone()));
+    let text = report.render();
+    println!("{text}");
+    if let Err(e) = std::fs::write(&args.report, &text) {
+        eprintln!("chaos: {}: {e}", args.report);
+        return ExitCode::FAILURE;
+    }
+    if report.violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+/// The whole run: set up, drive and fault until the time is up, mend, stop, check.
+async fn run(args: Args) -> report::Report {
+    let kubeconfig = kube::config::Kubeconfig::read_from(&args.kubeconfig).expect("the kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .expect("a client configuration");
+    let kube = kube::Client::try_from(config.clone()).expect("a client");
+    set_up(&kube, args.kueue).await;
+    let (proxy, through) = Proxy::in_front_of(&config).await;
+    let cluster = Cluster::from_kube_config(through, Duration::from_secs(30)).expect("a client");
+    let backend = KubeflowBackend::with_cluster(settings(args.kueue), cluster, &supervisor::cx())
+        .await
+        .expect("Factory");
+
+    let log = Arc::new(report::Log::default());
+    log.line(&format!("{} jobs for {} s, seed {}", args.jobs, args.seconds, args.seed));
+    let started = Instant::now();
+    let until = started + Duration::from_secs(args.seconds);
+    let observer = observer::Observer::start(kube.clone(), args.kueue, log.clone());
+    let mut supervisors = Vec::new();
+    for n in 0..args.jobs {
+        let slot = supervisor::Supervisor::new(n, backend.clone(), log.clone(), args.seed);
+        supervisors.push(tokio::spawn(slot.run(until)));
+    }
+    let faults = faults::Faults::new(&args, kube.clone(), Arc::new(proxy), log.clone());
+    faults.run(until, &observer).await;
+    let warm = log.memory_mib();
+    for supervisor in supervisors {
+        supervisor.await.expect("a supervisor ends");
+    }
+    // Every job stopped for good: what is left after that is a violation.
+    let stops = (0..args.jobs).map(|n| {
+        let (backend, log) = (backend.clone(), log.clone());
+        async move { supervisor::stop_for_good(&backend, &supervisor::job(n), &log).await }
+    });
+    futures::future::join_all(stops).await;
+    observer.stop().await;
+    let left = observer::left(&kube).await;
+    report::Report::of(&log, &args, started.elapsed(), warm, left)
+}
+
+/// The namespace, and in Kueue mode its LocalQueue on the shared ClusterQueue.
+async fn set_up(kube: &kube::Client, kueue: bool) {
+    let apply = PatchParams::apply(MANAGER).force();
+    let namespaces = Api::<DynamicObject>::all_with(
+        kube.clone(),
+        &resource("", "v1", "Namespace", "namespaces"),
+    );
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}});
+    namespaces.patch(NS, &apply, &Patch::Apply(&ns)).await.expect("the namespace");
+    if kueue {
+        let queue = json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": NS, "namespace": NS}, "spec": {"clusterQueue": "gpu"}
+        });
+        let queues = Api::<DynamicObject>::namespaced_with(
+            kube.clone(),
+            NS,
+            &resource("kueue.x-k8s.io", "v1beta2", "LocalQueue", "localqueues"),
+        );
+        queues.patch(NS, &apply, &Patch::Apply(&queue)).await.expect("the LocalQueue");
+    }
+}
+
+pub(crate) fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+/// The Backend's settings: the cluster's `torch-distributed` runtime, the e2e suite's
+/// timeouts.
+fn settings(kueue: bool) -> Settings {
+    let mut settings = json!({
+        "name": "kubeflow-chaos",
+        "namespace": NS,
+        "runtimes": [{"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}],
+        "timeouts": {"request": "20s", "workload": "3s", "stopJob": "2m", "callBound": "60s"},
+    });
+    if kueue {
+        settings["mode"] = json!("kueue");
+        settings["kueue"] = json!({"queue": NS});
+    }
+    Settings::from_value(&settings).expect("settings")
+}

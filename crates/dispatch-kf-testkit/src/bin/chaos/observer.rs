@@ -1,0 +1,320 @@
+//! The observer: the cluster as plain Kubernetes reads show it, sampled every half
+//! second with the admin's own client (none of the adapter's code), and the checks
+//! made on each sample:
+//!
+//! 1. the running pods of one job belong to one execution (submission, admission A,
+//!    restart attempt J, JobSet UID): never two executions at once, and never a new
+//!    submission beside the one before;
+//! 2. no pod of an execution the adapter said ended was made after it said so (an
+//!    ended execution stays ended, docs/execution-identity.md);
+//! 3. in Kueue mode, a gate holds a fresh Lease again soon after each gate fault.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dispatch_kf_model::keys;
+use kube::api::{Api, DynamicObject, ListParams};
+
+use crate::report::Log;
+use crate::{NS, resource};
+
+/// How often the cluster is sampled.
+const EVERY: Duration = Duration::from_millis(500);
+/// How long no gate may hold a fresh Lease before it is a violation (a gate replica is
+/// down or frozen at most ten seconds at a time, the Lease lasts fifteen, the other
+/// replica looks every two).
+const LEADERLESS: Duration = Duration::from_secs(60);
+
+/// An execution as its pods carry it: admission count A, restart attempt J, JobSet UID.
+type Execution = (String, String, String);
+
+/// A pod as the observer sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Pod {
+    pub(crate) name: String,
+    pub(crate) job: String,
+    pub(crate) submission: String,
+    pub(crate) execution: Execution,
+    pub(crate) node: String,
+    pub(crate) running: bool,
+    pub(crate) created: Option<jiff::Timestamp>,
+}
+
+impl Pod {
+    fn of(pod: &DynamicObject) -> Option<Pod> {
+        let labels = pod.metadata.labels.as_ref()?;
+        let annotations = pod.metadata.annotations.clone().unwrap_or_default();
+        let label = |k: &str| labels.get(k).cloned().unwrap_or_default();
+        Some(Pod {
+            name: pod.metadata.name.clone()?,
+            job: labels.get(keys::LABEL_JOB_ID)?.clone(),
+            submission: label(keys::LABEL_SUBMISSION),
+            execution: (
+                annotations.get(keys::ANN_ADMISSION).cloned().unwrap_or_default(),
+                label("jobset.sigs.k8s.io/restart-attempt"),
+                label("jobset.sigs.k8s.io/jobset-uid"),
+            ),
+            node: pod.data["spec"]["nodeName"].as_str().unwrap_or_default().to_owned(),
+            running: pod.data["status"]["phase"] == "Running",
+            created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+        })
+    }
+}
+
+/// The observer's task and what it last saw.
+pub(crate) struct Observer {
+    seen: Arc<Mutex<Vec<Pod>>>,
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Observer {
+    pub(crate) fn start(kube: kube::Client, kueue: bool, log: Arc<Log>) -> Observer {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        let into = seen.clone();
+        let task = tokio::spawn(async move {
+            let pods = Api::<DynamicObject>::namespaced_with(
+                kube.clone(),
+                NS,
+                &resource("", "v1", "Pod", "pods"),
+            );
+            let leases = Api::<DynamicObject>::namespaced_with(
+                kube,
+                "dispatch-system",
+                &resource("coordination.k8s.io", "v1", "Lease", "leases"),
+            );
+            let mut checks = Checks::default();
+            while !*stopped.borrow() {
+                if let Ok(list) = pods.list(&ListParams::default()).await {
+                    let now: Vec<Pod> = list.items.iter().filter_map(Pod::of).collect();
+                    checks.sample(&now, &log);
+                    *into.lock().expect("not poisoned") = now;
+                }
+                if kueue {
+                    let lease = leases.get_opt("dispatch-readmission-gate").await;
+                    checks.lease(lease.ok().flatten(), &log);
+                }
+                let _ = tokio::time::timeout(EVERY, stopped.changed()).await;
+            }
+        });
+        Observer { seen, stop, task }
+    }
+
+    /// The running pods of the last sample.
+    pub(crate) fn running(&self) -> Vec<Pod> {
+        let seen = self.seen.lock().expect("not poisoned");
+        seen.iter().filter(|p| p.running).cloned().collect()
+    }
+
+    pub(crate) async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+/// What the checks remember between samples: each violation is said once.
+#[derive(Default)]
+struct Checks {
+    said: BTreeSet<String>,
+    leaderless_since: Option<Instant>,
+}
+
+impl Checks {
+    fn say(&mut self, log: &Log, key: String, text: String) {
+        if self.said.insert(key) {
+            log.violation(text);
+        }
+    }
+
+    fn sample(&mut self, pods: &[Pod], log: &Log) {
+        let mut by_job: BTreeMap<&str, BTreeSet<(&str, &Execution)>> = BTreeMap::new();
+        for pod in pods.iter().filter(|p| p.running) {
+            by_job.entry(&pod.job).or_default().insert((&pod.submission, &pod.execution));
+        }
+        for (job, executions) in by_job {
+            if executions.len() < 2 {
+                continue;
+            }
+            let key = format!("{job} {executions:?}");
+            let text = format!(
+                "job {job} runs pods of {} executions at once: {executions:?}",
+                executions.len()
+            );
+            // The Trainer makes a running TrainJob's JobSet again at once when someone
+            // deletes it, while the old one's pods still terminate: the same submission,
+            // A and J, another JobSet. Nothing the adapter does can stop it; it is
+            // counted apart (docs/chaos.md).
+            let (submission, (admission, attempt, _)) = executions.first().expect("two");
+            let remade = executions
+                .iter()
+                .all(|(s, (a, j, _))| (s, a, j) == (submission, admission, attempt));
+            if remade && log.job_set_was_deleted(job) {
+                if self.said.insert(key) {
+                    log.note(format!(
+                        "a JobSet deleted by hand was made again while its pods terminated: {text}"
+                    ));
+                }
+            } else {
+                self.say(log, key, text);
+            }
+        }
+        for ended in log.ended_so_far() {
+            let after = ended.at + jiff::SignedDuration::from_secs(1);
+            for pod in pods.iter().filter(|p| {
+                p.running
+                    && p.job == ended.job
+                    && p.submission == ended.submission
+                    && p.execution.0 == ended.admission.to_string()
+                    && p.execution.1 == ended.restart_attempt.to_string()
+                    && p.created.is_some_and(|c| c > after)
+            }) {
+                let text = format!(
+                    "pod {} of job {} submission {} A={} J={} made at {:?} runs after that execution was said ended at {}",
+                    pod.name,
+                    pod.job,
+                    pod.submission,
+                    pod.execution.0,
+                    pod.execution.1,
+                    pod.created,
+                    ended.at
+                );
+                self.say(log, pod.name.clone(), text);
+            }
+        }
+    }
+
+    fn lease(&mut self, lease: Option<DynamicObject>, log: &Log) {
+        let fresh = lease.is_some_and(|l| {
+            let renewed = l.data["spec"]["renewTime"]
+                .as_str()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+            let lasts = l.data["spec"]["leaseDurationSeconds"].as_i64().unwrap_or(0);
+            let holder = l.data["spec"]["holderIdentity"].as_str().is_some_and(|h| !h.is_empty());
+            holder
+                && renewed.is_some_and(|r| {
+                    r + jiff::SignedDuration::from_secs(lasts) > jiff::Timestamp::now()
+                })
+        });
+        match (fresh, self.leaderless_since) {
+            (true, Some(since)) => {
+                if since.elapsed() > Duration::from_secs(15) {
+                    log.note(format!("no gate held a fresh Lease for {:.0?}", since.elapsed()));
+                }
+                self.leaderless_since = None;
+            }
+            (false, None) => self.leaderless_since = Some(Instant::now()),
+            (false, Some(since)) if since.elapsed() > LEADERLESS => {
+                let text = format!("no gate has held a fresh Lease for {LEADERLESS:?}");
+                self.say(log, format!("leaderless {since:?}"), text);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What is left of the run's jobs: every TrainJob, JobSet, pod, Workload and runtime
+/// copy of the namespace, as `kind/name`.
+pub(crate) async fn left(kube: &kube::Client) -> Vec<String> {
+    let kinds = [
+        resource(keys::TRAINER_GROUP, "v1alpha1", "TrainJob", "trainjobs"),
+        resource(keys::TRAINER_GROUP, "v1alpha1", "TrainingRuntime", "trainingruntimes"),
+        resource("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
+        resource("", "v1", "Pod", "pods"),
+        resource("kueue.x-k8s.io", "v1beta2", "Workload", "workloads"),
+    ];
+    let mut left = Vec::new();
+    for kind in kinds {
+        let api = Api::<DynamicObject>::namespaced_with(kube.clone(), NS, &kind);
+        // Kueue's API is not served in plain mode: nothing of it can be left.
+        let Ok(list) = api.list(&ListParams::default()).await else { continue };
+        left.extend(
+            list.items
+                .iter()
+                .map(|o| format!("{}/{}", kind.kind, o.metadata.name.clone().unwrap_or_default())),
+        );
+    }
+    left
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Ended;
+
+    fn pod(name: &str, submission: &str, a: &str, job_set: &str) -> Pod {
+        Pod {
+            name: name.to_owned(),
+            job: "job".to_owned(),
+            submission: submission.to_owned(),
+            execution: (a.to_owned(), "0".to_owned(), job_set.to_owned()),
+            node: "n".to_owned(),
+            running: true,
+            created: Some("2026-12-05T06:00:00Z".parse().unwrap()),
+        }
+    }
+
+    fn violations(log: &Log) -> usize {
+        crate::report::Report::count_violations(log)
+    }
+
+    #[test]
+    fn pods_of_two_executions_of_one_job_running_at_once_are_one_violation() {
+        let log = Log::default();
+        let mut checks = Checks::default();
+        checks.sample(&[pod("a", "1", "1", "u"), pod("b", "1", "1", "u")], &log);
+        assert_eq!(violations(&log), 0, "one execution");
+        let both = [pod("a", "1", "1", "u"), pod("c", "1", "2", "u")];
+        checks.sample(&both, &log);
+        checks.sample(&both, &log);
+        assert_eq!(violations(&log), 1, "a second execution, said once");
+        checks.sample(&[pod("a", "1", "1", "u"), pod("d", "2", "1", "v")], &log);
+        assert_eq!(violations(&log), 2, "a new submission beside the one before");
+        let stopped = Pod { running: false, ..pod("e", "3", "1", "w") };
+        checks.sample(&[pod("a", "1", "1", "u"), stopped], &log);
+        assert_eq!(violations(&log), 2, "a pod that does not run does not count");
+    }
+
+    #[test]
+    fn a_job_set_made_again_after_it_was_deleted_by_hand_is_a_note_not_a_violation() {
+        let log = Log::default();
+        let mut checks = Checks::default();
+        let remade = [pod("a", "1", "1", "old"), pod("b", "1", "1", "new")];
+        checks.sample(&remade, &log);
+        assert_eq!(violations(&log), 1, "without a deletion by hand it is one");
+        let log = Log::default();
+        let mut checks = Checks::default();
+        log.job_set_deleted("job");
+        checks.sample(&remade, &log);
+        assert_eq!(violations(&log), 0);
+        checks.sample(&[pod("a", "1", "1", "old"), pod("c", "1", "2", "new")], &log);
+        assert_eq!(violations(&log), 1, "another A is another execution all the same");
+    }
+
+    #[test]
+    fn a_pod_of_an_ended_execution_made_after_the_end_is_a_violation() {
+        let log = Log::default();
+        let at: jiff::Timestamp = "2026-12-05T06:00:00Z".parse().unwrap();
+        let ended = Ended {
+            job: "job".into(),
+            submission: "1".into(),
+            admission: 1,
+            restart_attempt: 0,
+            at,
+        };
+        log.ended(ended, 1, dispatch_core::CauseKind::NonZeroExit, "exit 1");
+        let mut checks = Checks::default();
+        checks.sample(&[pod("before", "1", "1", "u")], &log);
+        assert_eq!(violations(&log), 0, "made before the end");
+        let later = Pod {
+            created: Some(at + jiff::SignedDuration::from_secs(5)),
+            ..pod("after", "1", "1", "v")
+        };
+        checks.sample(std::slice::from_ref(&later), &log);
+        assert_eq!(violations(&log), 1);
+        let next = Pod { execution: ("2".into(), "0".into(), "v".into()), ..later };
+        checks.sample(&[next], &log);
+        assert_eq!(violations(&log), 1, "a new admission is a new execution");
+    }
+}

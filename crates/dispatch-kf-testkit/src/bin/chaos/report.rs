@@ -1,0 +1,218 @@
+//! What the run saw, gathered as it goes (`Log`), and the report made of it at the end:
+//! faults by kind, calls by outcome, the cause table, memory, and every violation of
+//! the checks (docs/chaos.md says what each check is).
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use dispatch_core::CauseKind;
+use dispatch_kf_testkit::memory_kib;
+
+use crate::Args;
+
+/// An execution the adapter said ended: its pods must not run again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Ended {
+    pub(crate) job: String,
+    pub(crate) submission: String,
+    pub(crate) admission: u64,
+    pub(crate) restart_attempt: u64,
+    /// When the supervisor was told.
+    pub(crate) at: jiff::Timestamp,
+}
+
+#[derive(Default)]
+struct State {
+    calls: BTreeMap<(&'static str, String), u64>,
+    faults: BTreeMap<String, u64>,
+    violations: Vec<String>,
+    injected: BTreeMap<(String, u32), &'static str>,
+    causes: BTreeMap<(&'static str, CauseKind), u64>,
+    unexplained: Vec<String>,
+    ended: Vec<Ended>,
+    notes: Vec<String>,
+    job_sets_deleted: std::collections::BTreeSet<String>,
+}
+
+/// Everything the run's tasks report, behind one lock.
+#[derive(Default)]
+pub(crate) struct Log {
+    state: Mutex<State>,
+    started: std::sync::OnceLock<Instant>,
+}
+
+impl Log {
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        f(&mut self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Seconds since the first line logged.
+    fn clock(&self) -> f64 {
+        self.started.get_or_init(Instant::now).elapsed().as_secs_f64()
+    }
+
+    /// A line on standard error, timed.
+    pub(crate) fn line(&self, text: &str) {
+        eprintln!("[{:7.1}s] {text}", self.clock());
+    }
+
+    /// A call of `call` answered `outcome` (`ok` or a sentinel's name) after `took`,
+    /// within a context of `limit`.
+    pub(crate) fn call(&self, call: &'static str, outcome: &str, took: Duration, limit: Duration) {
+        self.with(|s| *s.calls.entry((call, outcome.to_owned())).or_default() += 1);
+        // A call may run past its deadline by the time its last request needs to fail.
+        if took > limit + Duration::from_secs(10) {
+            self.violation(format!("{call} took {took:.1?}, its deadline {limit:?}"));
+        }
+        if outcome == "unauthorized" {
+            self.violation(format!("{call} answered unauthorized: the identity is the admin"));
+        }
+    }
+
+    pub(crate) fn fault(&self, kind: &str, what: &str) {
+        self.line(&format!("fault {kind}: {what}"));
+        self.with(|s| *s.faults.entry(kind.to_owned()).or_default() += 1);
+    }
+
+    pub(crate) fn violation(&self, text: String) {
+        self.line(&format!("VIOLATION: {text}"));
+        self.with(|s| s.violations.push(text));
+    }
+
+    pub(crate) fn note(&self, text: String) {
+        self.line(&format!("note: {text}"));
+        self.with(|s| s.notes.push(text));
+    }
+
+    /// A fault meant to end submission `submission` of `job` with `cause` (the first
+    /// one counts).
+    pub(crate) fn injected(&self, job: &str, submission: u32, cause: &'static str) {
+        self.with(|s| {
+            s.injected.entry((job.to_owned(), submission)).or_insert(cause);
+        });
+    }
+
+    /// The first Ended the supervisor saw of a submission, with the cause it named.
+    pub(crate) fn ended(&self, ended: Ended, submission: u32, cause: CauseKind, detail: &str) {
+        self.with(|s| {
+            let injected =
+                s.injected.get(&(ended.job.clone(), submission)).copied().unwrap_or("none");
+            *s.causes.entry((injected, cause)).or_default() += 1;
+            if !matches_injected(injected, cause) {
+                s.unexplained.push(format!(
+                    "{} submission {submission}: injected {injected}, reported {cause}: {detail}",
+                    ended.job
+                ));
+            }
+            s.ended.push(ended);
+        });
+    }
+
+    /// A JobSet of `job` was deleted by hand.
+    pub(crate) fn job_set_deleted(&self, job: &str) {
+        self.with(|s| s.job_sets_deleted.insert(job.to_owned()));
+    }
+
+    /// Whether a JobSet of `job` was deleted by hand.
+    pub(crate) fn job_set_was_deleted(&self, job: &str) -> bool {
+        self.with(|s| s.job_sets_deleted.contains(job))
+    }
+
+    /// Every execution said ended so far.
+    pub(crate) fn ended_so_far(&self) -> Vec<Ended> {
+        self.with(|s| s.ended.clone())
+    }
+
+    /// This process's resident memory.
+    pub(crate) fn memory_mib(&self) -> f64 {
+        memory_kib("VmRSS") / 1024.0
+    }
+}
+
+/// Whether the cause reported is the one the injected fault makes. A deleted pod or
+/// JobSet, and no fault at all, are tabled but not judged: what they end in depends
+/// on the moment (docs/chaos.md).
+fn matches_injected(injected: &str, reported: CauseKind) -> bool {
+    match injected {
+        "out-of-memory" => reported == CauseKind::OutOfMemory,
+        "exit-3" => reported == CauseKind::NonZeroExit,
+        "node-lost" => reported == CauseKind::NodeLost,
+        _ => true,
+    }
+}
+
+/// The run's report.
+pub(crate) struct Report {
+    pub(crate) violations: Vec<String>,
+    text: String,
+}
+
+impl Report {
+    /// The report of the run `log` saw: `warm` is the memory when the load ended,
+    /// `left` what the final listing found of the jobs.
+    pub(crate) fn of(
+        log: &Log,
+        args: &Args,
+        took: Duration,
+        warm: f64,
+        left: Vec<String>,
+    ) -> Report {
+        let end = log.memory_mib();
+        let mut violations = log.with(|s| s.violations.clone());
+        violations.extend(left.iter().map(|o| format!("left after StopJob of every job: {o}")));
+        let flat = end <= warm * 1.5 + 32.0;
+        if !flat {
+            violations.push(format!("memory grew from {warm:.0} to {end:.0} MiB after the load"));
+        }
+        let mode = if args.kueue { "kueue" } else { "plain" };
+        let text = log.with(|s| {
+            let mut t = format!(
+                "chaos: mode {mode}, seed {}, {} jobs, {:.0?}\n",
+                args.seed, args.jobs, took
+            );
+            let faults: u64 = s.faults.values().sum();
+            t += &format!("faults: {faults}\n");
+            for (kind, n) in &s.faults {
+                t += &format!("  {kind}: {n}\n");
+            }
+            let calls: u64 = s.calls.values().sum();
+            t += &format!("calls: {calls}\n");
+            for ((call, outcome), n) in &s.calls {
+                t += &format!("  {call} {outcome}: {n}\n");
+            }
+            t += "causes (injected -> reported: count):\n";
+            for ((injected, reported), n) in &s.causes {
+                t += &format!("  {injected} -> {reported}: {n}\n");
+            }
+            for line in &s.unexplained {
+                t += &format!("  not the injected cause: {line}\n");
+            }
+            for note in &s.notes {
+                t += &format!("note: {note}\n");
+            }
+            t += &format!("memory: {warm:.0} MiB when the load ended, {end:.0} MiB at the end\n");
+            t
+        });
+        let mut text = text;
+        let unexplained = log.with(|s| s.unexplained.clone());
+        for line in unexplained {
+            violations.push(format!("an Ended not naming its fault: {line}"));
+        }
+        text += &format!("violations: {}\n", violations.len());
+        for v in &violations {
+            text += &format!("  {v}\n");
+        }
+        Report { violations, text }
+    }
+
+    /// The violations `log` holds so far.
+    #[cfg(test)]
+    pub(crate) fn count_violations(log: &Log) -> usize {
+        log.with(|s| s.violations.len())
+    }
+
+    pub(crate) fn render(&self) -> String {
+        self.text.clone()
+    }
+}

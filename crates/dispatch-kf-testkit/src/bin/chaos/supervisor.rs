@@ -1,0 +1,288 @@
+//! One job's supervisor, as the reference pages' supervisor drives a Backend: a Watch of
+//! its job open throughout; Start a submission, Open it, and look at what the Watch
+//! last said every second (and Find every tenth look); now and then Hold and Release
+//! it, or Stop it; when it ends (the first Ended the Watch sent), after a node loss
+//! Ceased until the nodes have ceased, then StopJob, and submit the next. Every call is
+//! logged with its outcome; what says "try again" is tried again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dispatch_core::{
+    Backend, CallContext, CauseKind, CessationSignal, JobId, ObjectObs, ObjectRef, ObjectState,
+    StartRequest, Watcher,
+};
+use dispatch_kf::KubeflowBackend;
+use futures::StreamExt;
+use serde_json::json;
+
+use crate::report::{Ended, Log};
+
+/// How long a call may take.
+const CALL: Duration = Duration::from_secs(60);
+/// How long a submission may take to run before the supervisor gives up on it.
+const PATIENCE: Duration = Duration::from_secs(240);
+
+/// A context with the supervisor's deadline.
+pub(crate) fn cx() -> CallContext {
+    CallContext::with_deadline(Instant::now() + CALL)
+}
+
+/// Job `n` of the run.
+pub(crate) fn job(n: u32) -> JobId {
+    JobId::parse(&format!("01JC4A0S{n:018}")).expect("a job id")
+}
+
+/// Submission `submission` of `job`: two ranks of one GPU each, sleeping until a fault
+/// or the supervisor ends them.
+fn request(job: &JobId, submission: u32) -> StartRequest {
+    serde_json::from_value(json!({
+        "job": job.as_str(), "generation": 1, "submission": submission, "attempt": 1,
+        "spec": {
+            "command": ["sleep", "600"], "nodes": 2, "gpusPerNode": 1,
+            "extensions": {
+                "dispatch/Image": {"ref": "busybox:1.36"},
+                "kubeflow/RuntimeRef": {"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}
+            }
+        }
+    }))
+    .expect("a request")
+}
+
+/// The outcome's name: `ok`, or the sentinel's (pods-remain apart).
+fn outcome<T>(result: &dispatch_core::Result<T>) -> String {
+    match result {
+        Ok(_) => "ok".to_owned(),
+        Err(e) if e.is_pods_remain() => "pods-remain".to_owned(),
+        Err(e) => e.kind().name().to_owned(),
+    }
+}
+
+/// Whether an error says "try again".
+fn passing(e: &dispatch_core::Error) -> bool {
+    use dispatch_core::Kind;
+    e.is(Kind::Unreachable) || e.is(Kind::OutcomeUnknown) || e.is(Kind::ReadOnly)
+}
+
+/// The call `$call` (a future, made anew each time) of supervisor `$s`, again while it
+/// says "try again", until it answers otherwise or `$until` and half a minute have passed:
+/// its value, or `None` (said in a note).
+macro_rules! retried {
+    ($s:expr, $name:expr, $until:expr, $call:expr) => {{
+        loop {
+            match $s.call($name, $call).await {
+                Ok(value) => break Some(value),
+                Err(e) if passing(&e) && Instant::now() < $until + Duration::from_secs(30) => {}
+                Err(e) => {
+                    $s.log.note(format!("{} {}: {e}", $s.job, $name));
+                    break None;
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }};
+}
+
+/// What the job's Watch has said, by object UID: the last observation, and the first
+/// Ended.
+#[derive(Default)]
+struct Seen {
+    last: HashMap<String, ObjectObs>,
+    first_ended: HashMap<String, ObjectObs>,
+}
+
+pub(crate) struct Supervisor {
+    job: JobId,
+    backend: KubeflowBackend,
+    log: Arc<Log>,
+    rng: fastrand::Rng,
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Supervisor {
+    pub(crate) fn new(n: u32, backend: KubeflowBackend, log: Arc<Log>, seed: u64) -> Supervisor {
+        let rng = fastrand::Rng::with_seed(seed ^ (u64::from(n) << 32));
+        Supervisor { job: job(n), backend, log, rng, seen: Arc::default() }
+    }
+
+    /// Submits the job again and again until `until`, its Watch open throughout.
+    pub(crate) async fn run(mut self, until: Instant) {
+        // Leftovers of an earlier run go first.
+        stop_for_good(&self.backend, &self.job, &self.log).await;
+        let watching = tokio::spawn(watch(
+            self.backend.clone(),
+            self.job.clone(),
+            self.log.clone(),
+            self.seen.clone(),
+        ));
+        let mut submission = 0;
+        while Instant::now() < until {
+            submission += 1;
+            self.submission(submission, until).await;
+        }
+        watching.abort();
+    }
+
+    /// Times `call`, logs its outcome.
+    async fn call<T>(
+        &self,
+        name: &'static str,
+        call: impl Future<Output = dispatch_core::Result<T>>,
+    ) -> dispatch_core::Result<T> {
+        let began = Instant::now();
+        let result = call.await;
+        self.log.call(name, &outcome(&result), began.elapsed(), CALL);
+        result
+    }
+
+    /// One submission, from Start until it is stopped or ended and ceased.
+    async fn submission(&mut self, submission: u32, until: Instant) {
+        let b = self.backend.clone();
+        let request = request(&self.job, submission);
+        let Some(object) = retried!(self, "start", until, b.start(&cx(), &request)) else {
+            return self.stop(until).await;
+        };
+        if retried!(self, "open", until, b.open(&cx(), &object)).is_none() {
+            return self.stop(until).await;
+        }
+        let began = Instant::now();
+        let mut holds = 0;
+        let mut looks = 0u32;
+        while Instant::now() < until {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            looks += 1;
+            if looks.is_multiple_of(10) {
+                let _ = self.call("find", b.find(&cx(), &self.job)).await;
+            }
+            let (last, ended) = {
+                let seen = self.seen.lock().expect("not poisoned");
+                (seen.last.get(&object.uid).cloned(), seen.first_ended.get(&object.uid).cloned())
+            };
+            if let Some(obs) = ended {
+                let (admission, restart_attempt) =
+                    obs.execution.map_or((0, 0), |e| (e.admission, e.restart_attempt));
+                let ended = Ended {
+                    job: self.job.as_str().to_owned(),
+                    submission: submission.to_string(),
+                    admission,
+                    restart_attempt,
+                    at: jiff::Timestamp::now(),
+                };
+                self.log.ended(ended, submission, obs.cause.kind, &obs.cause.detail);
+                // A lost node may still run the ranks: the next submission waits until
+                // it has ceased (the reference pages' node-loss rule).
+                if obs.cause.kind == CauseKind::NodeLost {
+                    self.until_ceased(&object, until).await;
+                }
+                return self.stop(until).await;
+            }
+            let Some(obs) = last else { continue };
+            match obs.state {
+                ObjectState::Running if self.rng.u32(0..40) == 0 => {
+                    holds += 1;
+                    if !self.hold_and_release(&object, holds, until).await {
+                        return self.stop(until).await;
+                    }
+                }
+                ObjectState::Running if self.rng.u32(0..120) == 0 => {
+                    let _ = self.call("stop", b.stop(&cx(), &object)).await;
+                    return self.stop(until).await;
+                }
+                _ if began.elapsed() > PATIENCE => {
+                    self.log.note(format!(
+                        "{} submission {submission}: {:?} for {PATIENCE:?}, stopped ({})",
+                        self.job, obs.state, obs.cause.detail
+                    ));
+                    return self.stop(until).await;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Hold `instance`, wait until held with no pods, Release it (again while pods
+    /// remain); whether the job runs on.
+    async fn hold_and_release(&self, object: &ObjectRef, instance: u64, until: Instant) -> bool {
+        let b = &self.backend;
+        if retried!(self, "hold", until, b.hold(&cx(), object, instance)).is_none() {
+            return false;
+        }
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if Instant::now() > deadline {
+                self.log.note(format!("{}: not held within {PATIENCE:?}", self.job));
+                return false;
+            }
+            let released = self.call("release", b.release(&cx(), object, instance)).await;
+            match released {
+                Ok(()) => return true,
+                Err(e) if passing(&e) => {}
+                Err(e) => {
+                    self.log.note(format!("{} release {instance}: {e}", self.job));
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// Ceased until it says the nodes have ceased (a lost node only once it is out of
+    /// service), or patience runs out.
+    async fn until_ceased(&self, object: &ObjectRef, until: Instant) {
+        let deadline = Instant::now() + PATIENCE;
+        let mut last = None;
+        while Instant::now() < deadline.max(until) {
+            match self.call("ceased", self.backend.ceased(&cx(), object)).await {
+                Ok(c) if c.ceased => return,
+                answer => last = Some(answer),
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        self.log.note(format!("{}: Ceased never said yes: {last:?}", self.job));
+    }
+
+    async fn stop(&self, until: Instant) {
+        if Instant::now() < until {
+            stop_for_good(&self.backend, &self.job, &self.log).await;
+        }
+    }
+}
+
+/// StopJob until it answers done: every object of the job gone.
+pub(crate) async fn stop_for_good(backend: &KubeflowBackend, job: &JobId, log: &Log) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let began = Instant::now();
+        let result = backend.stop_job(&cx(), job).await;
+        log.call("stop-job", &outcome(&result), began.elapsed(), CALL);
+        match result {
+            Ok(()) => return,
+            Err(e) if Instant::now() > deadline => {
+                log.violation(format!("StopJob of {job} never succeeded: {e}"));
+                return;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_secs(2)).await,
+        }
+    }
+}
+
+/// Watches `job` until aborted, subscribing again when the stream fails or ends, as the
+/// Watch contract asks; keeps what it says in `seen`.
+async fn watch(backend: KubeflowBackend, job: JobId, log: Arc<Log>, seen: Arc<Mutex<Seen>>) {
+    loop {
+        let began = Instant::now();
+        let stream = backend.watch(&CallContext::background(), &job).await;
+        log.call("watch", &outcome(&stream), began.elapsed(), CALL);
+        if let Ok(mut stream) = stream {
+            while let Some(Ok(obs)) = stream.next().await {
+                let mut seen = seen.lock().expect("not poisoned");
+                if obs.state == ObjectState::Ended {
+                    seen.first_ended.entry(obs.object.uid.clone()).or_insert_with(|| obs.clone());
+                }
+                seen.last.insert(obs.object.uid.clone(), obs);
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
