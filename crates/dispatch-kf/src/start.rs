@@ -277,11 +277,18 @@ impl Inner {
         let copies = self.cluster.objects(TRAINING_RUNTIME, &self.settings.namespace);
         if let Err(e) = copies.patch_merge(cx, RequestClass::Write, &object.name, &owner).await {
             self.delete_copy(cx, copy).await;
-            return Err(Error::rejected(format!(
+            let message = format!(
                 "the runtime copy's owner could not be set to the TrainJob: {}",
                 e.message()
-            ))
-            .with_source(e));
+            );
+            // A patch that provably stored nothing (the apiserver or a webhook away) is
+            // a passing fault: once the TrainJob is stopped, "try again" (`stop_refused`).
+            let failure = if e.is(Kind::Unreachable) {
+                Error::unreachable(message)
+            } else {
+                Error::rejected(message)
+            };
+            return Err(failure.with_source(e));
         }
         // 8. Read back what was written.
         let held =
@@ -371,6 +378,14 @@ impl Inner {
             Ok(()) if cause.is(Kind::Rejected) || cause.is(Kind::Unsupported) => {
                 cause.with_object(object)
             }
+            // But a passing fault stays one: nothing of the attempt is left, and the
+            // same Start can be made again (docs/errors.md, the table of Start's answers).
+            Ok(()) if cause.is(Kind::Unreachable) => Error::unreachable(format!(
+                "{}; the TrainJob was stopped, nothing of this attempt is left: start it again",
+                cause.message()
+            ))
+            .with_source(cause)
+            .with_object(object),
             Ok(()) => Error::rejected(format!("{}; the TrainJob was stopped", cause.message()))
                 .with_source(cause)
                 .with_object(object),

@@ -194,6 +194,32 @@ async fn an_owner_that_cannot_be_set_stops_the_train_job_and_is_rejected() {
     assert!(names(&sim, "trainjobs").is_empty());
 }
 
+/// The owner's patch refused before anything was stored (the Trainer's webhook could
+/// not be called, as the chaos run met while the Trainer restarted): the TrainJob is
+/// stopped and the copy deleted, and Start says "try again", not "refused".
+#[tokio::test]
+async fn an_owner_the_apiserver_could_not_store_yet_stops_the_train_job_and_is_unreachable() {
+    let sim = cluster().await;
+    let b = backend(&sim, settings(json!({}))).await;
+    let webhook = "validator.trainingruntime.trainer.kubeflow.org";
+    let down = Fault::status(
+        500,
+        "InternalError",
+        &format!(
+            "Internal error occurred: failed calling webhook \"{webhook}\": failed to call webhook: Post \"https://127.0.0.1:29444/validate\": read: connection reset by peer"
+        ),
+    );
+    sim.add_fault(Fault::on("patch", "trainingruntimes", down));
+    let err = b.start(&cx(), &request(&job(1), 1)).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Unreachable, "{err:?}");
+    assert!(err.message().contains("start it again"), "{}", err.message());
+    assert!(err.object().is_some(), "the answer names the TrainJob it stopped");
+    assert!(names(&sim, "trainjobs").is_empty() && names(&sim, "trainingruntimes").is_empty());
+    let found = b.find(&cx(), &job(1)).await.unwrap();
+    assert!(found.objects.is_empty() && found.in_flight.is_none(), "{found:?}");
+    b.start(&cx(), &request(&job(1), 1)).await.expect("the same Start, again");
+}
+
 #[tokio::test]
 async fn start_on_a_read_only_backend_is_read_only_and_probes_nothing() {
     let sim = cluster().await;

@@ -165,14 +165,15 @@ pub(crate) fn resource(group: &str, version: &str, kind: &str, plural: &str) -> 
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
 }
 
-/// The Backend's settings: the cluster's `torch-distributed` runtime, the e2e suite's
-/// timeouts.
+/// The Backend's settings: the cluster's `torch-distributed` runtime; half a minute for
+/// Kueue to make a Workload (Kueue is down for up to eight seconds at a time here, and
+/// Start is *rejected* past the bound, as the reference pages have it).
 fn settings(kueue: bool) -> Settings {
     let mut settings = json!({
         "name": "kubeflow-chaos",
         "namespace": NS,
         "runtimes": [{"kind": "ClusterTrainingRuntime", "name": "torch-distributed"}],
-        "timeouts": {"request": "20s", "workload": "3s", "stopJob": "2m", "callBound": "60s"},
+        "timeouts": {"request": "20s", "workload": "30s", "stopJob": "2m", "callBound": "60s"},
     });
     if kueue {
         settings["mode"] = json!("kueue");

@@ -2,7 +2,7 @@
 //! its job open throughout; Start a submission, Open it, and look at what the Watch
 //! last said every second (and Find every tenth look); now and then Hold and Release
 //! it, or Stop it; when it ends (the first Ended the Watch sent), after a node loss
-//! Ceased until the nodes have ceased, then StopJob, and submit the next. Every call is
+//! Ceased, then StopJob, and submit the next. Every call is
 //! logged with its outcome; what says "try again" is tried again.
 
 use std::collections::HashMap;
@@ -170,10 +170,12 @@ impl Supervisor {
                     at: jiff::Timestamp::now(),
                 };
                 self.log.ended(ended, submission, obs.cause.kind, &obs.cause.detail);
-                // A lost node may still run the ranks: the next submission waits until
-                // it has ceased (the reference pages' node-loss rule).
+                // A lost node may still run the ranks: ask whether they have ceased
+                // (yes only once every node of the execution is gone or out of service,
+                // so a healthy peer's node keeps it no); StopJob then waits until the
+                // pods are gone, the lost node's too once it is out of service.
                 if obs.cause.kind == CauseKind::NodeLost {
-                    self.until_ceased(&object, until).await;
+                    let _ = self.call("ceased", b.ceased(&cx(), &object)).await;
                 }
                 return self.stop(until).await;
             }
@@ -225,21 +227,6 @@ impl Supervisor {
                 }
             }
         }
-    }
-
-    /// Ceased until it says the nodes have ceased (a lost node only once it is out of
-    /// service), or patience runs out.
-    async fn until_ceased(&self, object: &ObjectRef, until: Instant) {
-        let deadline = Instant::now() + PATIENCE;
-        let mut last = None;
-        while Instant::now() < deadline.max(until) {
-            match self.call("ceased", self.backend.ceased(&cx(), object)).await {
-                Ok(c) if c.ceased => return,
-                answer => last = Some(answer),
-            }
-            tokio::time::sleep(Duration::from_secs(2)).await;
-        }
-        self.log.note(format!("{}: Ceased never said yes: {last:?}", self.job));
     }
 
     async fn stop(&self, until: Instant) {
