@@ -20,6 +20,9 @@ pub(crate) struct Options {
     pub(crate) seconds: u64,
     pub(crate) seed: u64,
     pub(crate) jobs: u32,
+    /// Report violations without failing (CI's run while a violation it found is open:
+    /// docs/chaos.md).
+    pub(crate) report_only: bool,
 }
 
 impl Options {
@@ -31,7 +34,14 @@ impl Options {
             seconds: 90,
             seed: 1,
             jobs: 20,
+            report_only: false,
         }
+    }
+
+    /// CI's run: the short one, its violations reported but not failing the build
+    /// while the Kueue-mode violation the long run found is open (docs/chaos.md).
+    pub(crate) fn ci() -> Options {
+        Options { report_only: true, ..Options::short() }
     }
 }
 
@@ -104,10 +114,16 @@ fn one(options: &Options, mode: e2e::Mode, harness: &Path, report: &Path) -> run
         .args(["--jobs", &options.jobs.to_string()])
         .status()
         .map_err(|e| format!("cannot run {}: {e}", harness.display()))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("the chaos run found violations ({status})"))
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(1) if options.report_only => {
+            eprintln!(
+                "xtask: the chaos run found violations, reported and not failing (see {})",
+                report.display()
+            );
+            Ok(())
+        }
+        _ => Err(format!("the chaos run found violations or failed ({status})")),
     }
 }
 

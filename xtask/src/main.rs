@@ -157,7 +157,7 @@ fn ci(args: &[String]) -> run::Result {
         return Ok(());
     }
     e2e::run(&["--real".to_owned()])?;
-    chaos::chaos(&chaos::Options::short())
+    chaos::chaos(&chaos::Options::ci())
 }
 
 /// The soak, built as the tests are (`crates/dispatch-kf-testkit/src/bin/soak.rs`).

@@ -663,7 +663,8 @@ impl Target {
         match self {
             Target::Sim(sim, _) => assert!(sim.oom(NAMESPACE, pod), "oom {pod}"),
             Target::Real(_) => {
-                let now = jiff::Timestamp::now().round(jiff::Unit::Second).expect("a time");
+                // As it is: the apiserver keeps whole seconds and cuts the rest off.
+                let now = jiff::Timestamp::now();
                 let found = pods(kube).get(pod).await.expect("the pod");
                 let mut statuses = found.data["status"]["containerStatuses"].clone();
                 for status in statuses.as_array_mut().into_iter().flatten() {
