@@ -57,7 +57,7 @@ const USAGE: &str =
   test             run every test of the workspace
   ci [--real]      cargo fmt --check, clippy -D warnings, cargo doc, then test; with
                    --real, then the e2e suite on the real control plane (e2e --real)
-                   and a short chaos run in both modes (chaos --seconds 90)
+                   and a short chaos run in both modes (a minute each)
   bench classify   time dispatch-kf classify against serde_json on generated dumps
   bench cli        every command's wall time on sim serve; writing commands within 2x find
   bench scale [--stack NAME | --kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]
@@ -139,7 +139,7 @@ fn test(extra: &[String]) -> run::Result {
 
 /// What CI checks beyond the tests: formatting, lints and docs; with `--real`, then the
 /// end-to-end suite on the real control plane in both modes (`cargo xtask e2e --real`)
-/// and a short chaos run in both modes (`cargo xtask chaos`, 90 s each).
+/// and a short chaos run in both modes (`cargo xtask chaos`, a minute each).
 fn ci(args: &[String]) -> run::Result {
     let real = match args {
         [] => false,
