@@ -26,7 +26,7 @@ pub(crate) struct Options {
 }
 
 impl Options {
-    /// The short run CI makes on every submission: both modes, 90 s each.
+    /// The default run: both modes, 90 s each.
     pub(crate) fn short() -> Options {
         Options {
             stack: cluster::default_stack(),
