@@ -420,17 +420,8 @@ impl Target {
     pub(crate) async fn break_webhook(&self, kube: &kube::Client, job: &str) {
         match self {
             Target::Sim(sim, _) => {
-                let down = Fault::status(
-                    500,
-                    "InternalError",
-                    &format!(
-                        "Internal error occurred: failed calling webhook \"{}\": failed to call webhook: Post \"https://127.0.0.1:1/\": dial tcp 127.0.0.1:1: connect: connection refused",
-                        down_webhook(job)
-                    ),
-                );
-                for verb in ["create", "update", "patch"] {
-                    sim.add_fault(Fault::on(verb, "trainjobs", down.clone()).always());
-                }
+                let url = "https://127.0.0.1:1/";
+                refuse_train_job_writes(sim, &webhook_unreachable(&down_webhook(job), url));
             }
             Target::Real(_) => {
                 let config: DynamicObject = serde_json::from_value(json!({
@@ -625,9 +616,8 @@ impl Target {
                     .expect("the gate's Lease made expired");
             }
             Component::Trainer => {
-                for verb in ["create", "update", "patch"] {
-                    sim.add_fault(Fault::on(verb, "trainjobs", trainer_down()).always());
-                }
+                let url = "https://127.0.0.1:29444/validate-trainer-kubeflow-org-v1alpha1-trainjob";
+                refuse_train_job_writes(sim, &webhook_unreachable(TRAINER_WEBHOOK, url));
             }
             Component::Apiserver => sim.set_refusing(true).await,
         }
@@ -688,15 +678,23 @@ impl Target {
 /// The Trainer's TrainJob webhook, as the apiserver names it.
 const TRAINER_WEBHOOK: &str = "validator.trainjob.trainer.kubeflow.org";
 
-/// The apiserver's answer while the Trainer's webhook server is down.
-fn trainer_down() -> FaultAction {
+/// The apiserver's answer while the webhook `name`, served at `url`, cannot be called.
+fn webhook_unreachable(name: &str, url: &str) -> FaultAction {
     Fault::status(
         500,
         "InternalError",
         &format!(
-            "Internal error occurred: failed calling webhook \"{TRAINER_WEBHOOK}\": failed to call webhook: Post \"https://127.0.0.1:29444/validate-trainer-kubeflow-org-v1alpha1-trainjob?timeout=10s\": dial tcp 127.0.0.1:29444: connect: connection refused"
+            "Internal error occurred: failed calling webhook \"{name}\": failed to call webhook: Post \"{url}\": dial tcp 127.0.0.1: connect: connection refused"
         ),
     )
+}
+
+/// Every write of a TrainJob from now on answered `answer`, as the apiserver answers
+/// while a webhook for TrainJobs cannot be called.
+fn refuse_train_job_writes(sim: &Sim, answer: &FaultAction) {
+    for verb in ["create", "update", "patch"] {
+        sim.add_fault(Fault::on(verb, "trainjobs", answer.clone()).always());
+    }
 }
 
 /// The Trainer webhook's denial of a TrainJob whose runtime its cache does not hold yet.
