@@ -195,6 +195,23 @@ pub fn names(sim: &Sim, plural: &str) -> Vec<String> {
     names
 }
 
+/// The status patch a kubelet writes when every container of a running pod ends
+/// `code` (`reason`) now: each container terminated, the pod failed. `pod` is the pod as
+/// read; the time is written as it is, and the apiserver cuts it to the second, as a
+/// kubelet's is (rounded up, it could land after the teardown the end causes).
+pub fn containers_ended(pod: &Value, code: i32, reason: &str) -> Value {
+    let now = jiff::Timestamp::now().to_string();
+    let mut statuses = pod["status"]["containerStatuses"].clone();
+    for status in statuses.as_array_mut().into_iter().flatten() {
+        let started = status["state"]["running"]["startedAt"].clone();
+        status["ready"] = json!(false);
+        status["state"] = json!({"terminated": {
+            "exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now
+        }});
+    }
+    json!({"status": {"phase": "Failed", "containerStatuses": statuses}})
+}
+
 /// A memory figure of this process from `/proc/self/status` (`VmRSS`, resident now;
 /// `VmHWM`, its peak), in KiB; 0 where there is none.
 pub fn memory_kib(key: &str) -> f64 {

@@ -653,19 +653,8 @@ impl Target {
         match self {
             Target::Sim(sim, _) => assert!(sim.oom(NAMESPACE, pod), "oom {pod}"),
             Target::Real(_) => {
-                // As it is: the apiserver keeps whole seconds and cuts the rest off.
-                let now = jiff::Timestamp::now();
                 let found = pods(kube).get(pod).await.expect("the pod");
-                let mut statuses = found.data["status"]["containerStatuses"].clone();
-                for status in statuses.as_array_mut().into_iter().flatten() {
-                    let started = status["state"]["running"]["startedAt"].clone();
-                    status["ready"] = json!(false);
-                    status["state"] = json!({"terminated": {
-                        "exitCode": 137, "reason": "OOMKilled",
-                        "startedAt": started, "finishedAt": now.to_string()
-                    }});
-                }
-                let patch = json!({"status": {"phase": "Failed", "containerStatuses": statuses}});
+                let patch = dispatch_kf_testkit::containers_ended(&found.data, 137, "OOMKilled");
                 pods(kube)
                     .patch_status(pod, &PatchParams::default(), &Patch::Merge(&patch))
                     .await

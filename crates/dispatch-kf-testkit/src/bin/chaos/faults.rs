@@ -153,19 +153,7 @@ impl Faults {
         self.log.injected(&pod.job, pod.submission.parse().unwrap_or(0), cause);
         let pods = self.api("", "v1", "Pod", "pods");
         let Ok(found) = pods.get(&pod.name).await else { return };
-        // The time as it is: the apiserver keeps whole seconds, cutting the rest off,
-        // as a kubelet's would be. Rounded, it could land a second after the teardown
-        // it causes, which would then look earlier.
-        let now = jiff::Timestamp::now().to_string();
-        let mut statuses = found.data["status"]["containerStatuses"].clone();
-        for status in statuses.as_array_mut().into_iter().flatten() {
-            let started = status["state"]["running"]["startedAt"].clone();
-            status["ready"] = json!(false);
-            status["state"] = json!({"terminated": {
-                "exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now
-            }});
-        }
-        let patch = json!({"status": {"phase": "Failed", "containerStatuses": statuses}});
+        let patch = dispatch_kf_testkit::containers_ended(&found.data, code, reason);
         if let Err(e) =
             pods.patch_status(&pod.name, &PatchParams::default(), &Patch::Merge(&patch)).await
         {
