@@ -18,7 +18,7 @@
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
-use dispatch_kf::Preflight;
+use dispatch_kf::{Preflight, Reads};
 use dispatch_kf_client::Identity;
 use dispatch_kf_model::capabilities::{PreflightFacts, Writability};
 use dispatch_kf_model::{Mode, Settings};
@@ -38,6 +38,8 @@ struct Kept {
     at: Timestamp,
     facts: PreflightFacts,
     nodes_readable: bool,
+    /// No default: an entry kept before the adapter read Jobs is a miss.
+    jobs_listable: bool,
     lacking: Vec<String>,
     /// With a proven readmission gate, when the Lease's last renewal runs out: past it
     /// the proof says nothing.
@@ -100,7 +102,7 @@ impl Cache {
         Ok(Some(Trusted {
             preflight: Preflight::of(
                 kept.facts,
-                kept.nodes_readable,
+                Reads { nodes: kept.nodes_readable, jobs: kept.jobs_listable },
                 kept.lacking,
                 kept.gate_proof_expires,
             ),
@@ -129,6 +131,7 @@ impl Cache {
             at,
             facts: preflight.facts.clone(),
             nodes_readable: preflight.nodes_readable,
+            jobs_listable: preflight.jobs_listable,
             lacking: preflight.lacking.clone(),
             gate_proof_expires: preflight.gate_proof_expires,
         };
@@ -144,6 +147,9 @@ impl Cache {
 mod tests {
     use super::*;
 
+    /// Neither Nodes nor Jobs readable.
+    const NO_READS: Reads = Reads { nodes: false, jobs: false };
+
     fn facts() -> PreflightFacts {
         PreflightFacts {
             mode: Mode::Plain,
@@ -158,7 +164,7 @@ mod tests {
     }
 
     fn writable(facts: PreflightFacts, gate_proof_expires: Option<Timestamp>) -> Preflight {
-        Preflight::of(facts, true, Vec::new(), gate_proof_expires)
+        Preflight::of(facts, Reads { nodes: true, jobs: true }, Vec::new(), gate_proof_expires)
     }
 
     fn settings(namespace: &str) -> Settings {
@@ -326,7 +332,7 @@ mod tests {
         let cache = cache.unwrap();
         let mut denied = facts();
         denied.missing_writes = vec!["create trainjobs".into()];
-        cache.keep(&Preflight::of(denied, false, Vec::new(), None), t0()).unwrap();
+        cache.keep(&Preflight::of(denied, NO_READS, Vec::new(), None), t0()).unwrap();
         let kept = cache.trusted(t0(), TEN).unwrap().expect("the observe-only preflight");
         let Writability::ObserveOnly { missing } = kept.preflight.access else {
             panic!("{:?}", kept.preflight.access)
@@ -334,7 +340,7 @@ mod tests {
         assert!(missing.contains("create trainjobs"), "{missing}");
         let mut read_only = facts();
         read_only.read_only = true;
-        cache.keep(&Preflight::of(read_only, false, Vec::new(), None), t0()).unwrap();
+        cache.keep(&Preflight::of(read_only, NO_READS, Vec::new(), None), t0()).unwrap();
         assert!(cache.trusted(t0(), TEN).unwrap().is_none(), "read-only removes the kept one");
         std::fs::write(&cache.path, b"not json").unwrap();
         assert!(cache.trusted(t0(), TEN).unwrap().is_none(), "a bad file misses");

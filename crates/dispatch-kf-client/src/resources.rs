@@ -88,13 +88,15 @@ pub const ADMISSION_CHECK: Resource =
     row("AdmissionCheck", keys::KUEUE_GROUP, keys::KUEUE_VERSION, "admissionchecks", false);
 /// The gate controller's Lease.
 pub const LEASE: Resource = row("Lease", "coordination.k8s.io", "v1", "leases", true);
+/// The batch Jobs JobSet makes, one per replicated job replica.
+pub const JOB: Resource = row("Job", "batch", "v1", "jobs", true);
 /// Pods.
 pub const POD: Resource = row("Pod", "", "v1", "pods", true);
 /// Nodes.
 pub const NODE: Resource = row("Node", "", "v1", "nodes", false);
 
 /// Every kind, for discovery checks and permissions.
-pub const ALL: [Resource; 11] = [
+pub const ALL: [Resource; 12] = [
     TRAIN_JOB,
     TRAINING_RUNTIME,
     CLUSTER_TRAINING_RUNTIME,
@@ -104,6 +106,7 @@ pub const ALL: [Resource; 11] = [
     CLUSTER_QUEUE,
     ADMISSION_CHECK,
     LEASE,
+    JOB,
     POD,
     NODE,
 ];

@@ -21,7 +21,9 @@ use dispatch_kf_model::{Mode, Snapshot, keys, names};
 
 use crate::cluster::Cluster;
 use crate::objects::Objects;
-use crate::resources::{JOB_SET, NODE, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD};
+use crate::resources::{
+    JOB, JOB_SET, NODE, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
+};
 
 /// The names of a job's objects, label or not, as the caller knows them (the Backend's
 /// index, from a metadata watch of the namespace).
@@ -139,6 +141,34 @@ impl Cluster {
             snapshot.push(view);
         }
         Ok(snapshot)
+    }
+
+    /// The batch Jobs of `job`'s JobSets: those dispatch's runtime patch labelled with
+    /// the job, and those whose JobSet is named in `job_sets` (Jobs of a TrainJob made
+    /// before the patch labelled Jobs, or of a replicated job it does not patch), each
+    /// once. Not part of a [`Snapshot`]: nothing is classified from a Job, but one whose
+    /// JobSet is gone can still make pods until the garbage collector removes it, so
+    /// StopJob must not say nothing remains while one does (`docs/background-deletion.md`).
+    pub async fn jobs_of(
+        &self,
+        cx: &CallContext,
+        namespace: &str,
+        job: &JobId,
+        job_sets: &BTreeSet<String>,
+    ) -> Result<Vec<View>> {
+        let by_label = format!("{}={}", keys::LABEL_JOB_ID, job);
+        let jobs = self.objects(JOB, namespace);
+        let (labelled, of_job_sets) = futures::try_join!(
+            jobs.list(cx, &by_label),
+            self.list_in(cx, JOB, namespace, keys::JOBSET_NAME, job_sets),
+        )?;
+        let mut seen = BTreeSet::new();
+        Ok(labelled
+            .items
+            .into_iter()
+            .chain(of_job_sets)
+            .filter(|j| seen.insert(j.meta().uid().to_owned()))
+            .collect())
     }
 
     /// The objects of `resource` whose `label` is one of `values`, in one request.

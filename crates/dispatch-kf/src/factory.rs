@@ -10,8 +10,8 @@ use dispatch_core::{
     CallContext, Capability, Error, JobId, ObjectRef, Result, StartRequest, Support,
 };
 use dispatch_kf_client::resources::{
-    ADMISSION_CHECK, CLUSTER_QUEUE, JOB_SET, LEASE, LOCAL_QUEUE, NODE, POD, Resource, TRAIN_JOB,
-    TRAINING_RUNTIME, WORKLOAD,
+    ADMISSION_CHECK, CLUSTER_QUEUE, JOB, JOB_SET, LEASE, LOCAL_QUEUE, NODE, POD, Resource,
+    TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
 };
 use dispatch_kf_client::{Cluster, ClusterConfig, Permission};
 use dispatch_kf_model::capabilities::{self, PreflightFacts, Writability};
@@ -36,8 +36,12 @@ pub struct Preflight {
     pub capabilities: BTreeMap<Capability, Support>,
     /// Whether the adapter may get Nodes.
     pub nodes_readable: bool,
+    /// Whether the adapter may list batch Jobs: StopJob then also waits for the Jobs of
+    /// the job's JobSets, which make pods again while they remain.
+    pub jobs_listable: bool,
     /// Permissions the adapter may use but lacks, each with what degrades without it
-    /// (deleting orphaned JobSets and pods); empty when it has them all.
+    /// (listing Jobs, deleting orphaned JobSets, Jobs and pods); empty when it has them
+    /// all.
     pub lacking: Vec<String>,
     /// Kueue mode with the readmission gate proven: when the gate controller's last
     /// renewal of its Lease runs out (`renewTime + leaseDurationSeconds`). The proof
@@ -75,11 +79,11 @@ fn write_permissions() -> Vec<Permission> {
     .collect()
 }
 
-/// The deletes StopJob makes of orphaned JobSets and pods, which the garbage collector
-/// removes on its own in time: without them StopJob on a job with orphans is
+/// The deletes StopJob makes of orphaned JobSets, Jobs and pods, which the garbage
+/// collector removes on its own in time: without them StopJob on a job with orphans is
 /// *unauthorized*, and nothing else changes.
 fn orphan_permissions() -> Vec<Permission> {
-    vec![permission("delete", JOB_SET), permission("delete", POD)]
+    vec![permission("delete", JOB_SET), permission("delete", JOB), permission("delete", POD)]
 }
 
 /// The permissions of `wanted` the adapter's identity lacks, as `verb plural`, asked
@@ -214,6 +218,8 @@ struct Learned {
     facts: PreflightFacts,
     /// Whether the adapter may get Nodes.
     nodes_readable: bool,
+    /// Whether the adapter may list batch Jobs.
+    jobs_listable: bool,
     /// The permissions the adapter lacks and works without, each with what it loses.
     lacking: Vec<String>,
     /// When the proof of a proven readmission gate runs out.
@@ -232,18 +238,24 @@ impl Learned {
             Mode::Kueue => cluster.may(cx, ns, &permission("update", WORKLOAD)).await?,
             Mode::Plain => false,
         };
-        let (missing_writes, lacking) = if settings.read_only {
-            (Vec::new(), Vec::new())
+        let list_jobs = permission("list", JOB);
+        let (missing_writes, jobs_listable, lacking) = if settings.read_only {
+            (Vec::new(), false, Vec::new())
         } else {
+            let jobs_listable = cluster.may(cx, ns, &list_jobs).await?;
             let orphans = not_granted(cluster, cx, ns, orphan_permissions()).await?;
+            let unlisted = (!jobs_listable).then(|| {
+                "list jobs: StopJob cannot see the Jobs a deleted JobSet leaves, which make its pods again until the garbage collector removes them".to_owned()
+            });
             let lacking = orphans
                 .into_iter()
                 .map(|p| format!("{p}: StopJob cannot remove orphaned objects of that kind"))
+                .chain(unlisted)
                 .collect::<Vec<_>>();
             for p in &lacking {
                 tracing::warn!(permission = %p, "a permission the adapter uses is missing");
             }
-            (not_granted(cluster, cx, ns, write_permissions()).await?, lacking)
+            (not_granted(cluster, cx, ns, write_permissions()).await?, jobs_listable, lacking)
         };
         let (readmission_gate, gate_proof_expires) = match settings.mode {
             Mode::Kueue => prove_readmission_gate(cluster, settings, cx).await?,
@@ -259,7 +271,7 @@ impl Learned {
             probe_started: Ok(()),
             missing_writes,
         };
-        Ok(Learned { facts, nodes_readable, lacking, gate_proof_expires })
+        Ok(Learned { facts, nodes_readable, jobs_listable, lacking, gate_proof_expires })
     }
 
     /// The Backend these facts make.
@@ -271,7 +283,7 @@ impl Learned {
     ) -> KubeflowBackend {
         let preflight = Preflight::of(
             facts,
-            self.nodes_readable,
+            Reads { nodes: self.nodes_readable, jobs: self.jobs_listable },
             self.lacking.clone(),
             self.gate_proof_expires,
         );
@@ -284,7 +296,7 @@ impl Preflight {
     /// capability's answer, follow from them.
     pub fn of(
         facts: PreflightFacts,
-        nodes_readable: bool,
+        reads: Reads,
         lacking: Vec<String>,
         gate_proof_expires: Option<Timestamp>,
     ) -> Preflight {
@@ -293,10 +305,21 @@ impl Preflight {
             capabilities: capabilities::answers(&facts, None),
             gate_proof_expires: gate_proof_expires.filter(|_| facts.readmission_gate.is_ok()),
             facts,
-            nodes_readable,
+            nodes_readable: reads.nodes,
+            jobs_listable: reads.jobs,
             lacking,
         }
     }
+}
+
+/// What the adapter may read beyond what it must (Factory asks; without these it
+/// degrades, as `docs/rbac.md` says).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reads {
+    /// Get Nodes.
+    pub nodes: bool,
+    /// List batch Jobs.
+    pub jobs: bool,
 }
 
 impl KubeflowBackend {

@@ -105,7 +105,7 @@ use dispatch_kf_model::Settings;
 use dispatch_kf_model::capabilities::{self, Writability};
 
 pub use explain::{Explain, ModeChoice, explain};
-pub use factory::Preflight;
+pub use factory::{Preflight, Reads};
 use inflight::InFlightMarks;
 
 /// dispatch's backend for Kubeflow Trainer v2 on one namespace of one cluster.

@@ -3,13 +3,15 @@
 //! Stop deletes in the background with a UID precondition: the apiserver removes the
 //! object at once and the garbage collector its dependents afterwards, which are
 //! orphans meanwhile. StopJob waits until nothing of the job remains, deleting orphaned
-//! JobSets, pods and runtime copies itself.
+//! JobSets, Jobs, pods and runtime copies itself.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use dispatch_core::{CallContext, Error, JobId, ObjectRef, Result};
 use dispatch_kf_client::Deleted;
+use dispatch_kf_client::resources::{JOB, Resource};
+use dispatch_kf_model::{Snapshot, names};
 
 use crate::refs::resource_of;
 use crate::{Inner, edge};
@@ -28,7 +30,17 @@ impl Inner {
     /// Deletes `object` in the background if its UID still matches; an object already
     /// gone, or whose name another UID now holds, is success.
     pub(crate) async fn delete_object(&self, cx: &CallContext, object: &ObjectRef) -> Result<()> {
-        let objects = self.cluster.objects(resource_of(object.kind), &self.settings.namespace);
+        let instance = Instance {
+            resource: resource_of(object.kind),
+            name: object.name.clone(),
+            uid: object.uid.clone(),
+        };
+        self.delete_instance(cx, &instance).await
+    }
+
+    /// [`Inner::delete_object`] of an object of any kind.
+    async fn delete_instance(&self, cx: &CallContext, object: &Instance) -> Result<()> {
+        let objects = self.cluster.objects(object.resource, &self.settings.namespace);
         match objects.delete(cx, &object.name, Some(&object.uid)).await? {
             Deleted::Deleted | Deleted::Gone => Ok(()),
             // A failed UID precondition means another instance holds the name, so ours
@@ -37,9 +49,7 @@ impl Inner {
                 Some(o) if dispatch_kf_model::json::uid(&o) == object.uid => {
                     Err(Error::rejected(format!(
                         "delete {} {}: a conflict, and the object of UID {} is still there",
-                        object.kind.name(),
-                        object.name,
-                        object.uid
+                        object.resource.kind, object.name, object.uid
                     )))
                 }
                 _ => Ok(()),
@@ -87,18 +97,33 @@ impl Inner {
     /// Deletes every object of `job`, orphans included, and waits until none remains or
     /// the call ends (`Unreachable`): StopJob's first part, and the preflight probe's
     /// clean-up. `cx` must carry a deadline.
+    ///
+    /// It also waits for the batch Jobs of the job's JobSets, deleting those whose JobSet
+    /// is gone: a JobSet deleted while the garbage collector is down or behind leaves its
+    /// Jobs, and the Job controller makes their pods again, so the job would run on
+    /// after StopJob said it was gone. A Job whose JobSet remains goes with it.
     pub(crate) async fn remove_job(&self, cx: &CallContext, job: &JobId) -> Result<()> {
         let mut deleted = BTreeSet::new();
+        let mut job_sets = BTreeSet::new();
         loop {
             let snapshot = self.snapshot(cx, job).await.map_err(|e| e.context("stop-job"))?;
-            let remaining = self.observe(&snapshot, edge::now());
+            job_sets.extend(job_set_names(job, &snapshot));
+            let observed = self.observe(&snapshot, edge::now());
+            let mut doomed: Vec<Instance> = observed.iter().map(Instance::of).collect();
+            let mut remaining = doomed.clone();
+            for (batch_job, orphaned) in self.jobs_left(cx, job, &job_sets, &snapshot).await? {
+                if orphaned {
+                    doomed.push(batch_job.clone());
+                }
+                remaining.push(batch_job);
+            }
             if remaining.is_empty() {
                 return Ok(());
             }
             let mut deleted_now = false;
-            for obs in &remaining {
-                if deleted.insert(obs.object.uid.clone()) {
-                    self.delete_object(cx, &obs.object).await?;
+            for object in &doomed {
+                if deleted.insert(object.uid.clone()) {
+                    self.delete_instance(cx, object).await?;
                     deleted_now = true;
                 }
             }
@@ -106,10 +131,8 @@ impl Inner {
             if deleted_now {
                 continue;
             }
-            let names: Vec<String> = remaining
-                .iter()
-                .map(|o| format!("{} {}", o.object.kind.name(), o.object.name))
-                .collect();
+            let names: Vec<String> =
+                remaining.iter().map(|o| format!("{} {}", o.resource.kind, o.name)).collect();
             let waiting = || {
                 Error::unreachable(format!(
                     "stop-job: the call ended while objects of job {job} remain: {}",
@@ -123,4 +146,71 @@ impl Inner {
             }
         }
     }
+
+    /// The batch Jobs of `job` (by its label, and of the JobSets named `job_sets`), each
+    /// with whether it is orphaned: its JobSet is not among `snapshot`'s. None when the
+    /// adapter may not list Jobs (`Preflight::lacking` says so).
+    async fn jobs_left(
+        &self,
+        cx: &CallContext,
+        job: &JobId,
+        job_sets: &BTreeSet<String>,
+        snapshot: &Snapshot,
+    ) -> Result<Vec<(Instance, bool)>> {
+        if !self.preflight.jobs_listable {
+            return Ok(Vec::new());
+        }
+        let ns = &self.settings.namespace;
+        let jobs = self.cluster.jobs_of(cx, ns, job, job_sets).await;
+        let jobs = jobs.map_err(|e| e.context("stop-job"))?;
+        let live: BTreeSet<&str> = snapshot.job_sets.iter().map(|js| js.meta.uid()).collect();
+        Ok(jobs
+            .iter()
+            .map(|j| {
+                let meta = j.meta();
+                let orphaned = meta.controller().is_none_or(|o| !live.contains(o.uid.or_empty()));
+                (Instance::from_meta(JOB, meta), orphaned)
+            })
+            .collect())
+    }
+}
+
+/// One object StopJob deletes: its kind, name and UID.
+#[derive(Clone)]
+struct Instance {
+    resource: Resource,
+    name: String,
+    uid: String,
+}
+
+impl Instance {
+    fn of(obs: &dispatch_core::ObjectObs) -> Instance {
+        Instance {
+            resource: resource_of(obs.object.kind),
+            name: obs.object.name.clone(),
+            uid: obs.object.uid.clone(),
+        }
+    }
+
+    fn from_meta(resource: Resource, meta: &dispatch_kf_model::Meta) -> Instance {
+        Instance { resource, name: meta.name().to_owned(), uid: meta.uid().to_owned() }
+    }
+}
+
+/// The JobSet names of the submissions of `job` that `snapshot` shows: a TrainJob,
+/// JobSet and runtime copy bear the name, a pod its JobSet's in a label.
+fn job_set_names(job: &JobId, snapshot: &Snapshot) -> Vec<String> {
+    let objects = snapshot
+        .train_jobs
+        .iter()
+        .map(|o| &o.meta)
+        .chain(snapshot.job_sets.iter().map(|o| &o.meta))
+        .chain(snapshot.runtimes.iter().map(|o| &o.meta))
+        .map(|m| m.name());
+    let pods = snapshot.pods.iter().filter_map(|p| p.meta.label(dispatch_kf_model::keys::JOBSET_NAME));
+    objects
+        .chain(pods)
+        .filter(|name| names::parse(name).is_some_and(|(of, _)| &of == job))
+        .map(str::to_owned)
+        .collect()
 }

@@ -49,7 +49,7 @@ impl BackendOnTarget {
     }
 
     /// Proves nothing of `job` exists: Find reports no object and nothing in flight, and
-    /// the cluster holds no TrainJob, runtime copy, JobSet or pod labelled with it.
+    /// the cluster holds no TrainJob, runtime copy, JobSet, Job or pod labelled with it.
     async fn nothing_of(&self, job: &JobId, when: &str) {
         let found = self.backend.find(&patient_cx(), job).await.expect("Find");
         assert!(found.objects.is_empty() && found.in_flight.is_none(), "{when}: {found:#?}");
@@ -879,4 +879,45 @@ async fn the_first_ended_a_watch_sends_waits_for_deletions_its_pods_watch_has_no
     assert_eq!(ended.cause.kind, CauseKind::OutOfMemory, "{ended:#?}");
     drop(watched);
     w.stop_leaves_nothing(&job).await;
+}
+
+/// kube-controller-manager down (its garbage collector and Job controller with it):
+/// StopJob deletes the TrainJob, then the orphaned JobSet, and must then delete the
+/// JobSet's Jobs itself, since nothing else will until the collector is back, and the
+/// Job controller makes pods for a Job left behind (`docs/background-deletion.md`).
+/// The Jobs go while the controller manager is still down; once it is back the pods'
+/// finalizers go, StopJob answers done, and nothing of the job remains or comes back.
+#[tokio::test]
+async fn stop_job_while_the_garbage_collector_is_down_leaves_no_job_behind() {
+    let job = job(27);
+    let w = BackendOnTarget::for_job(&job).await;
+    if !w.target.controls_processes() {
+        eprintln!("skipped: {} cannot restart its processes", w.target.describe());
+        return;
+    }
+    let object = w.backend.start(&patient_cx(), &request(&job, Program::Sleep)).await.unwrap();
+    w.backend.open(&patient_cx(), &object).await.unwrap();
+    w.until_running(&job, &object, 1).await;
+    assert!(!w.labelled(Kind::Job, &job).await.is_empty(), "the JobSet's Jobs carry the job");
+
+    w.target.kill(w.kube(), Component::ControllerManager).await;
+    let stopping = tokio::spawn({
+        let backend = w.backend.clone();
+        let job = job.clone();
+        async move { backend.stop_job(&patient_cx(), &job).await }
+    });
+    w.target
+        .until("StopJob deletes the Jobs with the collector down", async || {
+            let jobs = w.labelled(Kind::Job, &job).await;
+            let names: Vec<_> = jobs.iter().filter_map(|j| j.metadata.name.clone()).collect();
+            if names.is_empty() { Ok(()) } else { Err(format!("Jobs left: {names:?}")) }
+        })
+        .await;
+    w.target.restart(Component::ControllerManager).await;
+    stopping.await.expect("StopJob's task").expect("StopJob once the controllers are back");
+    w.nothing_of(&job, "after StopJob").await;
+    for _ in 0..3 {
+        w.target.pass_time().await;
+    }
+    w.nothing_of(&job, "a while after StopJob").await;
 }

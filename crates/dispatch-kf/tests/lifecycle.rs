@@ -220,6 +220,24 @@ async fn stop_job_waits_for_the_orphans_background_deletion_leaves() {
     assert_eq!(names::parse(&object.name).map(|(_, n)| n), Some(1));
 }
 
+/// The garbage collector far behind (kube-controller-manager restarting, say): StopJob
+/// deletes the TrainJob, then the orphaned JobSet and pods itself. The JobSet's Jobs
+/// remain, and their Job controller makes their pods again; StopJob must not answer
+/// done while a Job of the job is left to do that.
+#[tokio::test(start_paused = true)]
+async fn stop_job_deletes_the_jobs_a_lagging_collector_leaves_so_no_pod_comes_back() {
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    assert!(!names(&sim, "jobs").is_empty(), "the JobSet made its Jobs");
+    sim.set_gc_lag(Duration::from_secs(3600));
+    b.stop_job(&cx(), &job(1)).await.expect("StopJob removes what the collector has not");
+    assert_eq!(names(&sim, "jobs"), Vec::<String>::new());
+    sim.settle();
+    assert_eq!(names(&sim, "pods"), Vec::<String>::new(), "no Job made its pods again");
+}
+
 #[tokio::test]
 async fn open_hold_or_release_on_an_orphan_is_rejected() {
     let sim = cluster().await;

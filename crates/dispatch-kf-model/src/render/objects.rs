@@ -62,7 +62,7 @@ pub(crate) fn runtime_patch(p: &Parts<'_>) -> Value {
             "metadata": {"labels": labels},
             "spec": {"replicatedJobs": [{
                 "name": p.step.replicated_job,
-                "template": {"spec": {"template": pod}},
+                "template": {"metadata": {"labels": labels}, "spec": {"template": pod}},
             }]},
         }},
     })

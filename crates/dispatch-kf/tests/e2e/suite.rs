@@ -319,8 +319,8 @@ pub(crate) enum Kind {
 
 impl Kind {
     /// Every kind an adapter's job leaves in the namespace, and the suite checks.
-    pub(crate) const ALL: [Kind; 4] =
-        [Kind::TrainJob, Kind::TrainingRuntime, Kind::JobSet, Kind::Pod];
+    pub(crate) const ALL: [Kind; 5] =
+        [Kind::TrainJob, Kind::TrainingRuntime, Kind::JobSet, Kind::Job, Kind::Pod];
 
     /// The kind's API resource.
     pub(crate) fn resource(self) -> ApiResource {

@@ -569,6 +569,8 @@ pub(crate) enum Component {
     Trainer,
     /// The readmission gate (Kueue mode).
     Gate,
+    /// kube-controller-manager: the garbage collector, the Job controller and the rest.
+    ControllerManager,
 }
 
 impl Component {
@@ -578,6 +580,7 @@ impl Component {
             Component::Apiserver => "kube-apiserver",
             Component::Trainer => "trainer-controller-manager",
             Component::Gate => "dispatch-kf-gate",
+            Component::ControllerManager => "kube-controller-manager",
         }
     }
 }
@@ -596,7 +599,8 @@ impl Target {
     /// The sim plays what the cluster then answers: the gate aborted in-process and its
     /// Lease made as old as a dead holder's is once it expires; every TrainJob write
     /// answered as while the Trainer's webhook cannot be called; every connection
-    /// refused while the apiserver is down.
+    /// refused while the apiserver is down; no garbage collection while the controller
+    /// manager is down.
     pub(crate) async fn kill(&self, kube: &kube::Client, component: Component) {
         let Target::Sim(sim, gate) = self else {
             return xtask(&["cluster", "kill", component.process()]).await;
@@ -620,6 +624,7 @@ impl Target {
                 refuse_train_job_writes(sim, &webhook_unreachable(TRAINER_WEBHOOK, url));
             }
             Component::Apiserver => sim.set_refusing(true).await,
+            Component::ControllerManager => sim.set_gc_lag(COLLECTOR_DOWN),
         }
     }
 
@@ -641,9 +646,18 @@ impl Target {
                 sim.add_fault(Fault::on("create", "trainjobs", runtime_not_in_trainer_cache()));
             }
             Component::Apiserver => sim.set_refusing(false).await,
+            Component::ControllerManager => {
+                sim.set_gc_lag(Duration::ZERO);
+                sim.settle();
+            }
         }
     }
 }
+
+/// How far behind the sim's garbage collector is while kube-controller-manager is
+/// "down": further than any scenario's virtual time goes. The sim's Job controller runs
+/// on, so only the collector's absence is played.
+const COLLECTOR_DOWN: Duration = Duration::from_secs(24 * 3600);
 
 impl Target {
     /// The running pod `pod` runs out of memory, as its kubelet would report it: its
