@@ -83,6 +83,7 @@ pub(crate) fn run(args: &[String]) -> run::Result {
 /// Runs the harness in each mode of `options`; fails if any run found a violation.
 pub(crate) fn chaos(options: &Options) -> run::Result {
     run::cargo(&["build", "-p", "dispatch-kf-testkit", "--bin", "chaos", "--locked"])?;
+    run::cargo(&["build", "-p", "dispatch-kf-cli", "--bin", "dispatch-kf", "--locked"])?;
     let harness = run::target_dir().join("debug").join("chaos");
     let folder = run::target_dir().join("chaos");
     std::fs::create_dir_all(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
@@ -100,6 +101,7 @@ pub(crate) fn chaos(options: &Options) -> run::Result {
 
 /// One mode's run on a control plane of its own.
 fn one(options: &Options, mode: e2e::Mode, harness: &Path, report: &Path) -> run::Result {
+    let cli = harness.with_file_name("dispatch-kf");
     let kueue = mode == e2e::Mode::Kueue;
     let up =
         cluster::Options { stack: options.stack, kueue, nodes: 8, gpus: 8, kubeconfig_out: None };
@@ -111,6 +113,7 @@ fn one(options: &Options, mode: e2e::Mode, harness: &Path, report: &Path) -> run
     let text = |p: &std::path::Path| p.to_str().map(str::to_owned).ok_or("a path is not UTF-8");
     let status = std::process::Command::new(harness)
         .args(["--kubeconfig", &text(&kubeconfig)?, "--xtask", &text(&xtask)?])
+        .args(["--cli", &text(&cli)?])
         .args(["--mode", mode.name(), "--report", &text(report)?])
         .args(["--seconds", &options.seconds.to_string(), "--seed", &options.seed.to_string()])
         .args(["--jobs", &options.jobs.to_string()])

@@ -9,14 +9,17 @@
 //! - makes the namespace (and in Kueue mode its LocalQueue);
 //! - makes one Backend by Factory, every request of it through a proxy that can stall
 //!   its connections (`dispatch_kf_testkit::Proxy`);
-//! - runs `--jobs` supervisors (`supervisor.rs`), each a job submitted again and again;
+//! - runs `--jobs` supervisors (`supervisor.rs`), each a job submitted again and again,
+//!   every fifth through the command `--cli` (`driver.rs`), a process a call, through
+//!   the same proxy;
 //! - injects a fault every few seconds, drawn from `--seed` (`faults.rs`);
 //! - samples the cluster every half second (`observer.rs`);
 //! - at the end mends every fault, StopJobs every job, and checks (`report.rs`).
 //!
-//! Usage: `chaos --kubeconfig FILE --xtask FILE --mode plain|kueue --seconds S --seed N
-//! --jobs J --report FILE`. Exits 1 on any violation.
+//! Usage: `chaos --kubeconfig FILE --xtask FILE --cli FILE --mode plain|kueue --seconds S
+//! --seed N --jobs J --report FILE`. Exits 1 on any violation.
 
+mod driver;
 mod faults;
 mod observer;
 mod report;
@@ -43,6 +46,8 @@ const MANAGER: &str = "dispatch-kf-chaos";
 pub(crate) struct Args {
     kubeconfig: String,
     pub(crate) xtask: String,
+    /// The `dispatch-kf` executable.
+    cli: String,
     pub(crate) kueue: bool,
     seconds: u64,
     seed: u64,
@@ -67,6 +72,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
     Ok(Args {
         kubeconfig: take("kubeconfig")?,
         xtask: take("xtask")?,
+        cli: take("cli")?,
         kueue,
         seconds: number("seconds")?,
         seed: number("seed")?,
@@ -81,7 +87,7 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(e) => {
             eprintln!(
-                "chaos: {e}\nusage: chaos --kubeconfig FILE --xtask FILE --mode plain|kueue --seconds S --seed N --jobs J --report FILE"
+                "chaos: {e}\nusage: chaos --kubeconfig FILE --xtask FILE --cli FILE --mode plain|kueue --seconds S --seed N --jobs J --report FILE"
             );
             return ExitCode::from(2);
         }
@@ -106,10 +112,18 @@ async fn run(args: Args) -> report::Report {
     let kube = kube::Client::try_from(config.clone()).expect("a client");
     set_up(&kube, args.kueue).await;
     let (proxy, through) = Proxy::in_front_of(&config).await;
+    let command = command(&args, &through);
     let cluster = Cluster::from_kube_config(through, Duration::from_secs(30)).expect("a client");
     let backend = KubeflowBackend::with_cluster(settings(args.kueue), cluster, &supervisor::cx())
         .await
         .expect("Factory");
+    let driver = |n: u32| {
+        if n % 5 == 4 {
+            driver::Driver::Command(command.clone())
+        } else {
+            driver::Driver::Library(backend.clone())
+        }
+    };
 
     let log = Arc::new(report::Log::default());
     log.line(&format!("{} jobs for {} s, seed {}", args.jobs, args.seconds, args.seed));
@@ -118,7 +132,8 @@ async fn run(args: Args) -> report::Report {
     let observer = observer::Observer::start(kube.clone(), args.kueue, log.clone());
     let mut supervisors = Vec::new();
     for n in 0..args.jobs {
-        let slot = supervisor::Supervisor::new(n, backend.clone(), log.clone(), args.seed);
+        let slot =
+            supervisor::Supervisor::new(n, driver(n), backend.clone(), log.clone(), args.seed);
         supervisors.push(tokio::spawn(slot.run(until)));
     }
     let faults = faults::Faults::new(&args, kube.clone(), Arc::new(proxy), log.clone());
@@ -129,13 +144,27 @@ async fn run(args: Args) -> report::Report {
     }
     // Every job stopped for good: what is left after that is a violation.
     let stops = (0..args.jobs).map(|n| {
-        let (backend, log) = (backend.clone(), log.clone());
-        async move { supervisor::stop_for_good(&backend, &supervisor::job(n), &log).await }
+        let (driver, log) = (driver(n), log.clone());
+        async move { supervisor::stop_for_good(&driver, &supervisor::job(n), &log).await }
     });
     futures::future::join_all(stops).await;
+    let _ = std::fs::remove_dir_all(&command.dir);
     observer.stop().await;
     let left = observer::left(&kube).await;
     report::Report::of(&log, &args, started.elapsed(), warm, left)
+}
+
+/// The command, with the run's settings, on a kubeconfig that reaches the apiserver
+/// through the proxy (which presents the admin's credentials onward), in a folder of
+/// its own under the system's temporary folder.
+fn command(args: &Args, through: &kube::Config) -> Arc<driver::Command> {
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters: [{{name: proxy, cluster: {{server: \"{}\"}}}}]\nusers: [{{name: admin, user: {{}}}}]\ncontexts: [{{name: proxy, context: {{cluster: proxy, user: admin}}}}]\ncurrent-context: proxy\n",
+        through.cluster_url
+    );
+    let dir = std::env::temp_dir().join(format!("dispatch-kf-chaos-{}", std::process::id()));
+    let settings = settings_json(args.kueue);
+    Arc::new(driver::Command::new(std::path::Path::new(&args.cli), &dir, &settings, &kubeconfig))
 }
 
 /// The namespace, and in Kueue mode its LocalQueue on the shared ClusterQueue.
@@ -169,6 +198,11 @@ pub(crate) fn resource(group: &str, version: &str, kind: &str, plural: &str) -> 
 /// Kueue to make a Workload (Kueue is down for up to eight seconds at a time here, and
 /// Start is *rejected* past the bound, as the reference pages have it).
 fn settings(kueue: bool) -> Settings {
+    Settings::from_value(&settings_json(kueue)).expect("settings")
+}
+
+/// [`settings`] as the command's settings file has them.
+fn settings_json(kueue: bool) -> serde_json::Value {
     let mut settings = json!({
         "name": "kubeflow-chaos",
         "namespace": NS,
@@ -179,5 +213,5 @@ fn settings(kueue: bool) -> Settings {
         settings["mode"] = json!("kueue");
         settings["kueue"] = json!({"queue": NS});
     }
-    Settings::from_value(&settings).expect("settings")
+    settings
 }

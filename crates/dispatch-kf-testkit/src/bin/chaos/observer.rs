@@ -39,6 +39,8 @@ pub(crate) struct Pod {
     pub(crate) node: String,
     pub(crate) running: bool,
     pub(crate) created: Option<jiff::Timestamp>,
+    /// The name of its controller (a batch Job).
+    pub(crate) owner: String,
 }
 
 impl Pod {
@@ -58,6 +60,14 @@ impl Pod {
             node: pod.data["spec"]["nodeName"].as_str().unwrap_or_default().to_owned(),
             running: pod.data["status"]["phase"] == "Running",
             created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            owner: pod
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+                .map(|o| o.name.clone())
+                .unwrap_or_default(),
         })
     }
 }
@@ -71,6 +81,10 @@ pub(crate) struct Observer {
 
 impl Observer {
     pub(crate) fn start(kube: kube::Client, kueue: bool, log: Arc<Log>) -> Observer {
+        if !kueue {
+            // No gate to wait for: nothing may answer read-only.
+            log.gate_leads(Some(Instant::now()));
+        }
         let seen = Arc::new(Mutex::new(Vec::new()));
         let (stop, mut stopped) = tokio::sync::watch::channel(false);
         let into = seen.clone();
@@ -81,15 +95,27 @@ impl Observer {
                 &resource("", "v1", "Pod", "pods"),
             );
             let leases = Api::<DynamicObject>::namespaced_with(
-                kube,
+                kube.clone(),
                 "dispatch-system",
                 &resource("coordination.k8s.io", "v1", "Lease", "leases"),
+            );
+            let jobs = Api::<DynamicObject>::namespaced_with(
+                kube,
+                NS,
+                &resource("batch", "v1", "Job", "jobs"),
             );
             let mut checks = Checks::default();
             while !*stopped.borrow() {
                 if let Ok(list) = pods.list(&ListParams::default()).await {
                     let now: Vec<Pod> = list.items.iter().filter_map(Pod::of).collect();
-                    checks.sample(&now, &log);
+                    for job in checks.sample(&now, &log) {
+                        let of_job: Vec<&Pod> = now.iter().filter(|p| p.job == job).collect();
+                        let evidence = overlap_evidence(&jobs, &of_job).await;
+                        log.note(format!(
+                            "job {job}'s overlap: {evidence}; what its supervisor did last:{}",
+                            log.trace_of(&job)
+                        ));
+                    }
                     *into.lock().expect("not poisoned") = now;
                 }
                 if kueue {
@@ -119,6 +145,7 @@ impl Observer {
 struct Checks {
     said: BTreeSet<String>,
     leaderless_since: Option<Instant>,
+    led_since: Option<Instant>,
 }
 
 impl Checks {
@@ -128,7 +155,9 @@ impl Checks {
         }
     }
 
-    fn sample(&mut self, pods: &[Pod], log: &Log) {
+    /// Checks one sample; returns the jobs newly seen running two executions at once.
+    fn sample(&mut self, pods: &[Pod], log: &Log) -> Vec<String> {
+        let mut overlapping = Vec::new();
         let mut by_job: BTreeMap<&str, BTreeSet<(&str, &Execution)>> = BTreeMap::new();
         for pod in pods.iter().filter(|p| p.running) {
             by_job.entry(&pod.job).or_default().insert((&pod.submission, &pod.execution));
@@ -156,8 +185,9 @@ impl Checks {
                         "a JobSet deleted by hand was made again while its pods terminated: {text}"
                     ));
                 }
-            } else {
-                self.say(log, key, text);
+            } else if self.said.insert(key) {
+                log.violation(text);
+                overlapping.push(job.to_owned());
             }
         }
         for ended in log.ended_so_far() {
@@ -183,6 +213,7 @@ impl Checks {
                 self.say(log, pod.name.clone(), text);
             }
         }
+        overlapping
     }
 
     fn lease(&mut self, lease: Option<DynamicObject>, log: &Log) {
@@ -197,6 +228,12 @@ impl Checks {
                     r + jiff::SignedDuration::from_secs(lasts) > jiff::Timestamp::now()
                 })
         });
+        match (fresh, self.led_since) {
+            (true, None) => self.led_since = Some(Instant::now()),
+            (false, Some(_)) => self.led_since = None,
+            _ => {}
+        }
+        log.gate_leads(self.led_since);
         match (fresh, self.leaderless_since) {
             (true, Some(since)) => {
                 if since.elapsed() > Duration::from_secs(15) {
@@ -214,13 +251,50 @@ impl Checks {
     }
 }
 
-/// What is left of the run's jobs: every TrainJob, JobSet, pod, Workload and runtime
-/// copy of the namespace, as `kind/name`.
+/// Who made the pods of an overlap: each pod's creation, whether it is being deleted,
+/// and its Job, with the Job's creation and controller UID (against the pods' JobSet
+/// UID) or that the Job is gone; so a report tells a JobSet or Job made again by a
+/// controller from one the adapter left.
+async fn overlap_evidence(jobs: &Api<DynamicObject>, pods: &[&Pod]) -> String {
+    let mut parts = Vec::new();
+    let mut owners = BTreeSet::new();
+    for pod in pods {
+        parts.push(format!(
+            "pod {} (s{} A={} J={} JobSet {}) made {:?}, running {}, of Job {}",
+            pod.name,
+            pod.submission,
+            pod.execution.0,
+            pod.execution.1,
+            pod.execution.2,
+            pod.created,
+            pod.running,
+            pod.owner
+        ));
+        owners.insert(pod.owner.clone());
+    }
+    for owner in owners.into_iter().filter(|o| !o.is_empty()) {
+        parts.push(match jobs.get_opt(&owner).await {
+            Ok(Some(job)) => format!(
+                "Job {owner} made {:?}, deleting {}, controller {:?}",
+                job.metadata.creation_timestamp.map(|t| t.0),
+                job.metadata.deletion_timestamp.is_some(),
+                job.metadata.owner_references.iter().flatten().map(|o| &o.uid).collect::<Vec<_>>()
+            ),
+            Ok(None) => format!("Job {owner} is gone"),
+            Err(e) => format!("Job {owner}: {e}"),
+        });
+    }
+    parts.join("; ")
+}
+
+/// What is left of the run's jobs: every TrainJob, JobSet, batch Job, pod, Workload and
+/// runtime copy of the namespace, as `kind/name`.
 pub(crate) async fn left(kube: &kube::Client) -> Vec<String> {
     let kinds = [
         resource(keys::TRAINER_GROUP, "v1alpha1", "TrainJob", "trainjobs"),
         resource(keys::TRAINER_GROUP, "v1alpha1", "TrainingRuntime", "trainingruntimes"),
         resource("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
+        resource("batch", "v1", "Job", "jobs"),
         resource("", "v1", "Pod", "pods"),
         resource("kueue.x-k8s.io", "v1beta2", "Workload", "workloads"),
     ];
@@ -252,6 +326,7 @@ mod tests {
             node: "n".to_owned(),
             running: true,
             created: Some("2026-12-05T06:00:00Z".parse().unwrap()),
+            owner: format!("{job_set}-node-0"),
         }
     }
 
@@ -266,8 +341,8 @@ mod tests {
         checks.sample(&[pod("a", "1", "1", "u"), pod("b", "1", "1", "u")], &log);
         assert_eq!(violations(&log), 0, "one execution");
         let both = [pod("a", "1", "1", "u"), pod("c", "1", "2", "u")];
-        checks.sample(&both, &log);
-        checks.sample(&both, &log);
+        assert_eq!(checks.sample(&both, &log), ["job"], "the job to gather evidence of");
+        assert!(checks.sample(&both, &log).is_empty());
         assert_eq!(violations(&log), 1, "a second execution, said once");
         checks.sample(&[pod("a", "1", "1", "u"), pod("d", "2", "1", "v")], &log);
         assert_eq!(violations(&log), 2, "a new submission beside the one before");

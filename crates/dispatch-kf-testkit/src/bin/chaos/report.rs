@@ -24,7 +24,7 @@ pub(crate) struct Ended {
 
 #[derive(Default)]
 struct State {
-    calls: BTreeMap<(&'static str, String), u64>,
+    calls: BTreeMap<(String, String), u64>,
     faults: BTreeMap<String, u64>,
     violations: Vec<String>,
     injected: BTreeMap<(String, u32), Vec<&'static str>>,
@@ -34,7 +34,19 @@ struct State {
     ended: Vec<Ended>,
     notes: Vec<String>,
     job_sets_deleted: std::collections::BTreeSet<String>,
+    traces: BTreeMap<String, std::collections::VecDeque<String>>,
+    /// Since when a gate has held a fresh Lease without a break, as the observer saw
+    /// it; in plain mode, since the run began (there is no gate to wait for).
+    gate_led_since: Option<Instant>,
 }
+
+/// How long a gate must have led before a command that begins then may no longer
+/// answer *read-only*: the observer samples every half second, and the command reads
+/// the Lease once at its start.
+const LEADING: Duration = Duration::from_secs(5);
+
+/// How many of a job's last calls its trace keeps.
+const TRACE: usize = 24;
 
 /// Everything the run's tasks report, behind one lock.
 #[derive(Default)]
@@ -60,8 +72,8 @@ impl Log {
 
     /// A call of `call` answered `outcome` (`ok` or a sentinel's name) after `took`,
     /// within a context of `limit`.
-    pub(crate) fn call(&self, call: &'static str, outcome: &str, took: Duration, limit: Duration) {
-        self.with(|s| *s.calls.entry((call, outcome.to_owned())).or_default() += 1);
+    pub(crate) fn call(&self, call: &str, outcome: &str, took: Duration, limit: Duration) {
+        self.with(|s| *s.calls.entry((call.to_owned(), outcome.to_owned())).or_default() += 1);
         // A call may run past its deadline by the time its last request needs to fail.
         if took > limit + Duration::from_secs(10) {
             self.violation(format!("{call} took {took:.1?}, its deadline {limit:?}"));
@@ -114,6 +126,47 @@ impl Log {
             }
             s.ended.push(ended);
         });
+    }
+
+    /// What a supervisor did to `job`, kept (the last [`TRACE`] lines) to be printed
+    /// with a violation of the job.
+    pub(crate) fn trace(&self, job: &str, text: &str) {
+        let line = format!("[{:7.1}s] {text}", self.clock());
+        self.with(|s| {
+            let trace = s.traces.entry(job.to_owned()).or_default();
+            if trace.len() == TRACE {
+                trace.pop_front();
+            }
+            trace.push_back(line);
+        });
+    }
+
+    /// `job`'s trace, a line each, indented.
+    pub(crate) fn trace_of(&self, job: &str) -> String {
+        self.with(|s| {
+            let lines = s.traces.get(job).into_iter().flatten();
+            lines.map(|l| format!("\n      {l}")).collect()
+        })
+    }
+
+    /// Whether a gate leads now: since when (`None`: no gate holds a fresh Lease).
+    pub(crate) fn gate_leads(&self, since: Option<Instant>) {
+        self.with(|s| s.gate_led_since = since);
+    }
+
+    /// `call`, begun at `began`, answered *read-only*: a violation once a gate had led
+    /// for [`LEADING`] when it began. A verdict of a passing fault must not outlive it
+    /// (`docs/cli.md`, the preflight cache).
+    pub(crate) fn read_only(&self, call: &str, began: Instant, message: &str) {
+        let since = self.with(|s| s.gate_led_since);
+        if let Some(since) = since
+            && began >= since + LEADING
+        {
+            self.violation(format!(
+                "{call} answered read-only though a gate had led for {:.1?} when it began: {message}",
+                began - since
+            ));
+        }
     }
 
     /// A JobSet of `job` was deleted by hand.
@@ -237,6 +290,21 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_only_answer_is_a_violation_only_once_a_gate_has_led_a_while() {
+        let log = Log::default();
+        let now = Instant::now();
+        log.read_only("cli open", now, "no gate leads");
+        log.gate_leads(Some(now));
+        log.read_only("cli open", now + Duration::from_secs(1), "the gate just came back");
+        assert_eq!(Report::count_violations(&log), 0);
+        log.read_only("cli open", now + LEADING, "sticky");
+        assert_eq!(Report::count_violations(&log), 1);
+        log.gate_leads(None);
+        log.read_only("cli open", now + LEADING * 2, "the gate went again");
+        assert_eq!(Report::count_violations(&log), 1);
+    }
 
     #[test]
     fn a_cause_is_explained_by_any_fault_the_submission_met() {

@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dispatch_core::{
-    Backend, CallContext, CauseKind, CessationSignal, JobId, ObjectObs, ObjectRef, ObjectState,
-    StartRequest, Watcher,
+    CallContext, CauseKind, JobId, ObjectObs, ObjectRef, ObjectState, StartRequest, Watcher,
 };
 use dispatch_kf::KubeflowBackend;
 use futures::StreamExt;
 use serde_json::json;
 
+use crate::driver::Driver;
 use crate::report::{Ended, Log};
 
 /// How long a call may take.
@@ -94,6 +94,9 @@ struct Seen {
 
 pub(crate) struct Supervisor {
     job: JobId,
+    /// How its calls reach the adapter.
+    driver: Driver,
+    /// The Backend its Watch runs on (the command's `watch` would hold a process open).
     backend: KubeflowBackend,
     log: Arc<Log>,
     rng: fastrand::Rng,
@@ -101,15 +104,21 @@ pub(crate) struct Supervisor {
 }
 
 impl Supervisor {
-    pub(crate) fn new(n: u32, backend: KubeflowBackend, log: Arc<Log>, seed: u64) -> Supervisor {
+    pub(crate) fn new(
+        n: u32,
+        driver: Driver,
+        backend: KubeflowBackend,
+        log: Arc<Log>,
+        seed: u64,
+    ) -> Supervisor {
         let rng = fastrand::Rng::with_seed(seed ^ (u64::from(n) << 32));
-        Supervisor { job: job(n), backend, log, rng, seen: Arc::default() }
+        Supervisor { job: job(n), driver, backend, log, rng, seen: Arc::default() }
     }
 
     /// Submits the job again and again until `until`, its Watch open throughout.
     pub(crate) async fn run(mut self, until: Instant) {
         // Leftovers of an earlier run go first.
-        stop_for_good(&self.backend, &self.job, &self.log).await;
+        stop_for_good(&self.driver, &self.job, &self.log).await;
         let watching = tokio::spawn(watch(
             self.backend.clone(),
             self.job.clone(),
@@ -124,7 +133,7 @@ impl Supervisor {
         watching.abort();
     }
 
-    /// Times `call`, logs its outcome.
+    /// Times `call`, logs its outcome, and traces it (`Log::trace`) unless it is a Find.
     async fn call<T>(
         &self,
         name: &'static str,
@@ -132,18 +141,29 @@ impl Supervisor {
     ) -> dispatch_core::Result<T> {
         let began = Instant::now();
         let result = call.await;
-        self.log.call(name, &outcome(&result), began.elapsed(), CALL);
+        let outcome = outcome(&result);
+        let label = self.driver.label(name);
+        self.log.call(&label, &outcome, began.elapsed(), CALL);
+        if name != "find" {
+            self.log.trace(self.job.as_str(), &format!("{label} {outcome}"));
+        }
+        if let Err(e) = &result
+            && e.is(dispatch_core::Kind::ReadOnly)
+        {
+            self.log.read_only(&label, began, e.message());
+        }
         result
     }
 
     /// One submission, from Start until it is stopped or ended and ceased.
     async fn submission(&mut self, submission: u32, until: Instant) {
-        let b = self.backend.clone();
+        let b = self.driver.clone();
         let request = request(&self.job, submission);
-        let Some(object) = retried!(self, "start", until, b.start(&cx(), &request)) else {
+        let Some(object) = retried!(self, "start", until, b.start(&request)) else {
             return self.stop(until).await;
         };
-        if retried!(self, "open", until, b.open(&cx(), &object)).is_none() {
+        self.log.trace(self.job.as_str(), &format!("submission {submission} is {}", object.uid));
+        if retried!(self, "open", until, b.open(&object)).is_none() {
             return self.stop(until).await;
         }
         let began = Instant::now();
@@ -153,7 +173,7 @@ impl Supervisor {
             tokio::time::sleep(Duration::from_secs(1)).await;
             looks += 1;
             if looks.is_multiple_of(10) {
-                let _ = self.call("find", b.find(&cx(), &self.job)).await;
+                let _ = self.call("find", b.find(&self.job)).await;
             }
             let (last, ended) = {
                 let seen = self.seen.lock().expect("not poisoned");
@@ -169,13 +189,15 @@ impl Supervisor {
                     restart_attempt,
                     at: jiff::Timestamp::now(),
                 };
+                let said = format!("ended: A={admission} J={restart_attempt} {}", obs.cause.kind);
+                self.log.trace(self.job.as_str(), &said);
                 self.log.ended(ended, submission, obs.cause.kind, &obs.cause.detail);
                 // A lost node may still run the ranks: ask whether they have ceased
                 // (yes only once every node of the execution is gone or out of service,
                 // so a healthy peer's node keeps it no); StopJob then waits until the
                 // pods are gone, the lost node's too once it is out of service.
                 if obs.cause.kind == CauseKind::NodeLost {
-                    let _ = self.call("ceased", b.ceased(&cx(), &object)).await;
+                    let _ = self.call("ceased", b.ceased(&object)).await;
                 }
                 return self.stop(until).await;
             }
@@ -188,7 +210,7 @@ impl Supervisor {
                     }
                 }
                 ObjectState::Running if self.rng.u32(0..120) == 0 => {
-                    let _ = self.call("stop", b.stop(&cx(), &object)).await;
+                    let _ = self.call("stop", b.stop(&object)).await;
                     return self.stop(until).await;
                 }
                 _ if began.elapsed() > PATIENCE => {
@@ -206,8 +228,8 @@ impl Supervisor {
     /// Hold `instance`, wait until held with no pods, Release it (again while pods
     /// remain); whether the job runs on.
     async fn hold_and_release(&self, object: &ObjectRef, instance: u64, until: Instant) -> bool {
-        let b = &self.backend;
-        if retried!(self, "hold", until, b.hold(&cx(), object, instance)).is_none() {
+        let b = &self.driver;
+        if retried!(self, "hold", until, b.hold(object, instance)).is_none() {
             return false;
         }
         let deadline = Instant::now() + PATIENCE;
@@ -217,7 +239,7 @@ impl Supervisor {
                 self.log.note(format!("{}: not held within {PATIENCE:?}", self.job));
                 return false;
             }
-            let released = self.call("release", b.release(&cx(), object, instance)).await;
+            let released = self.call("release", b.release(object, instance)).await;
             match released {
                 Ok(()) => return true,
                 Err(e) if passing(&e) => {}
@@ -231,18 +253,26 @@ impl Supervisor {
 
     async fn stop(&self, until: Instant) {
         if Instant::now() < until {
-            stop_for_good(&self.backend, &self.job, &self.log).await;
+            stop_for_good(&self.driver, &self.job, &self.log).await;
         }
     }
 }
 
 /// StopJob until it answers done: every object of the job gone.
-pub(crate) async fn stop_for_good(backend: &KubeflowBackend, job: &JobId, log: &Log) {
+pub(crate) async fn stop_for_good(driver: &Driver, job: &JobId, log: &Log) {
     let deadline = Instant::now() + Duration::from_secs(300);
+    let label = driver.label("stop-job");
     loop {
         let began = Instant::now();
-        let result = backend.stop_job(&cx(), job).await;
-        log.call("stop-job", &outcome(&result), began.elapsed(), CALL);
+        let result = driver.stop_job(job).await;
+        let outcome = outcome(&result);
+        log.call(&label, &outcome, began.elapsed(), CALL);
+        log.trace(job.as_str(), &format!("{label} {outcome}"));
+        if let Err(e) = &result
+            && e.is(dispatch_core::Kind::ReadOnly)
+        {
+            log.read_only(&label, began, e.message());
+        }
         match result {
             Ok(()) => return,
             Err(e) if Instant::now() > deadline => {
