@@ -21,9 +21,7 @@ use dispatch_kf_model::{Mode, Snapshot, keys, names};
 
 use crate::cluster::Cluster;
 use crate::objects::Objects;
-use crate::resources::{
-    JOB, JOB_SET, NODE, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
-};
+use crate::resources::{JOB, JOB_SET, NODE, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD};
 
 /// The names of a job's objects, label or not, as the caller knows them (the Backend's
 /// index, from a metadata watch of the namespace).

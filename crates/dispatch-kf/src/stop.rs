@@ -207,7 +207,8 @@ fn job_set_names(job: &JobId, snapshot: &Snapshot) -> Vec<String> {
         .chain(snapshot.job_sets.iter().map(|o| &o.meta))
         .chain(snapshot.runtimes.iter().map(|o| &o.meta))
         .map(|m| m.name());
-    let pods = snapshot.pods.iter().filter_map(|p| p.meta.label(dispatch_kf_model::keys::JOBSET_NAME));
+    let pods =
+        snapshot.pods.iter().filter_map(|p| p.meta.label(dispatch_kf_model::keys::JOBSET_NAME));
     objects
         .chain(pods)
         .filter(|name| names::parse(name).is_some_and(|(of, _)| &of == job))

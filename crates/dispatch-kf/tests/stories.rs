@@ -175,7 +175,33 @@ async fn ceased_on_a_reference_whose_uid_is_gone_is_not_found() {
 #[tokio::test]
 async fn ceased_without_permission_to_get_nodes_is_unsupported() {
     let sim = cluster().await;
-    let mut limited = Identity::new("no-nodes");
+    let b = without_nodes_or_jobs(&sim, "no-nodes").await;
+    assert!(!b.preflight().nodes_readable);
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    assert_eq!(b.ceased(&cx(), &object).await.unwrap_err().kind(), Kind::Unsupported);
+}
+
+/// Without `list` on batch Jobs StopJob does not look for them (rather than failing
+/// *unauthorized* on every call), and the preflight says what is lost.
+#[tokio::test]
+async fn stop_job_without_permission_to_list_jobs_stops_and_the_preflight_says_what_is_lost() {
+    let sim = cluster().await;
+    let b = without_nodes_or_jobs(&sim, "no-jobs").await;
+    assert!(!b.preflight().jobs_listable);
+    let lacking = &b.preflight().lacking;
+    assert!(lacking.iter().any(|l| l.starts_with("list jobs: StopJob cannot see")), "{lacking:?}");
+    assert!(lacking.iter().any(|l| l.starts_with("delete jobs: ")), "{lacking:?}");
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    b.stop_job(&cx(), &job(1)).await.expect("StopJob without looking at Jobs");
+    assert!(b.find(&cx(), &job(1)).await.unwrap().objects.is_empty());
+}
+
+/// A Backend made by Factory as `name`, an identity that may do everything but read
+/// Nodes and touch batch Jobs.
+async fn without_nodes_or_jobs(sim: &Sim, name: &str) -> KubeflowBackend {
+    let mut limited = Identity::new(name);
     for group in
         ["", "trainer.kubeflow.org", "jobset.x-k8s.io", "kueue.x-k8s.io", "authorization.k8s.io"]
     {
@@ -184,13 +210,9 @@ async fn ceased_without_permission_to_get_nodes_is_unsupported() {
         limited = limited.allow(Rule::new(&["*"], group, resources));
     }
     sim.add_identity(limited);
-    let b =
-        KubeflowBackend::with_cluster(settings(json!({})), connect(&sim, "no-nodes").await, &cx())
-            .await
-            .unwrap();
-    assert!(!b.preflight().nodes_readable);
-    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
-    assert_eq!(b.ceased(&cx(), &object).await.unwrap_err().kind(), Kind::Unsupported);
+    KubeflowBackend::with_cluster(settings(json!({})), connect(sim, name).await, &cx())
+        .await
+        .unwrap()
 }
 
 #[tokio::test]

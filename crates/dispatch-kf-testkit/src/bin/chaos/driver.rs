@@ -156,7 +156,9 @@ impl Command {
         let out = tokio::time::timeout(Duration::from_secs(120), out)
             .await
             .map_err(|_| Error::unreachable("the command ran past two minutes"))?
-            .map_err(|e| Error::invalid(format!("cannot run {}: {e}", self.executable.display())))?;
+            .map_err(|e| {
+                Error::invalid(format!("cannot run {}: {e}", self.executable.display()))
+            })?;
         if out.status.success() {
             return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
         }
@@ -204,8 +206,14 @@ mod tests {
     #[test]
     fn a_commands_exit_and_last_line_are_its_sentinel_and_message() {
         let e = said(Some(10), "dispatch-kf: read-only: the readmission gate is not proven: x\n");
-        assert_eq!((e.kind(), e.message()), (Kind::ReadOnly, "the readmission gate is not proven: x"));
-        let e = said(Some(8), "dispatch-kf: unreachable: release must wait: the previous execution has not gone yet (p); nothing was written, retry\n");
+        assert_eq!(
+            (e.kind(), e.message()),
+            (Kind::ReadOnly, "the readmission gate is not proven: x")
+        );
+        let e = said(
+            Some(8),
+            "dispatch-kf: unreachable: release must wait: the previous execution has not gone yet (p); nothing was written, retry\n",
+        );
         assert!(e.is_pods_remain(), "{e:?}");
         let e = said(Some(8), "warning: x\ndispatch-kf: unreachable: no answer\n");
         assert!(e.is(Kind::Unreachable) && !e.is_pods_remain() && e.message() == "no answer");
