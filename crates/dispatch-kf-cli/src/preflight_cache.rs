@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 use dispatch_kf::{Preflight, Reads};
 use dispatch_kf_client::Identity;
-use dispatch_kf_model::capabilities::{PreflightFacts, Writability};
-use dispatch_kf_model::{Mode, Settings};
+use dispatch_kf_model::Settings;
+use dispatch_kf_model::capabilities::{self, PreflightFacts};
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -111,18 +111,14 @@ impl Cache {
         }))
     }
 
-    /// Keeps `preflight`, made at `at`, when it found the Backend writable, or
-    /// observe-only for a reason a person must change; removes what was kept otherwise
+    /// Keeps `preflight`, made at `at`, when what it decided lasts until a person
+    /// changes something (`capabilities::lasting`); removes what was kept otherwise
     /// (a read-only Backend probes nothing; an unproven readmission gate may lead again
-    /// within seconds). Failing to write is not an error: the next command runs the preflight
-    /// again. `Err` says why a folder that is there was not written in (not this
-    /// user's, or others may write it).
+    /// within seconds). Failing to write is not an error: the next command runs the
+    /// preflight again. `Err` says why a folder that is there was not written in (not
+    /// this user's, or others may write it).
     pub(crate) fn keep(&self, preflight: &Preflight, at: Timestamp) -> Result<(), String> {
-        let gate_unproven =
-            preflight.facts.mode == Mode::Kueue && preflight.facts.readmission_gate.is_err();
-        let transient =
-            matches!(preflight.access, Writability::ObserveOnly { .. }) && gate_unproven;
-        if preflight.access == Writability::ReadOnly || transient {
+        if !capabilities::lasting(&preflight.facts) {
             let _ = std::fs::remove_file(&self.path);
             return Ok(());
         }
@@ -146,6 +142,8 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dispatch_kf_model::Mode;
+    use dispatch_kf_model::capabilities::Writability;
 
     /// Neither Nodes nor Jobs readable.
     const NO_READS: Reads = Reads { nodes: false, jobs: false };

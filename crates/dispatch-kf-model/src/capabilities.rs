@@ -43,6 +43,21 @@ pub struct PreflightFacts {
     pub missing_writes: Vec<String>,
 }
 
+/// Whether what a preflight decided holds until a person changes something (a
+/// permission granted, a cluster fixed), so that a command may keep it and trust it
+/// later (`docs/cli.md`): not under read-only settings (nothing was probed), and not
+/// an observe-only verdict for a readmission gate that is not proven (no gate holds a
+/// fresh Lease: between leaders), which passes by itself within seconds. (A probe that
+/// met no definite answer decides nothing: Factory fails *unreachable*.)
+pub fn lasting(facts: &PreflightFacts) -> bool {
+    let gate_unproven = facts.mode == Mode::Kueue && facts.readmission_gate.is_err();
+    match access(facts) {
+        Writability::ReadOnly => false,
+        Writability::ObserveOnly { .. } => !gate_unproven,
+        Writability::Writable => true,
+    }
+}
+
 /// Whether the Backend may write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Writability {
@@ -306,6 +321,26 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(access(&kueue()), Writability::Writable);
+    }
+
+    #[test]
+    fn only_a_verdict_a_person_must_change_lasts() {
+        assert!(lasting(&plain()), "writable");
+        let forbidden =
+            PreflightFacts { probe_started: Err("create trainjobs: forbidden".into()), ..plain() };
+        assert!(lasting(&forbidden), "a refusal a person must fix lasts");
+        assert!(
+            !lasting(&PreflightFacts { read_only: true, ..plain() }),
+            "read-only probes nothing"
+        );
+        let kueue = PreflightFacts {
+            mode: Mode::Kueue,
+            may_update_workloads: true,
+            readmission_gate: Err("the gate's Lease is not fresh".into()),
+            ..plain()
+        };
+        assert!(!lasting(&kueue), "a gate between leaders");
+        assert!(lasting(&PreflightFacts { readmission_gate: Ok(()), ..kueue }), "a proven gate");
     }
 
     #[test]

@@ -216,10 +216,8 @@ struct Learned {
     /// The facts, assuming the probe's round trip works, so that the Backend that runs
     /// the probe may hold and release.
     facts: PreflightFacts,
-    /// Whether the adapter may get Nodes.
-    nodes_readable: bool,
-    /// Whether the adapter may list batch Jobs.
-    jobs_listable: bool,
+    /// What the adapter may read beyond what it must.
+    reads: Reads,
     /// The permissions the adapter lacks and works without, each with what it loses.
     lacking: Vec<String>,
     /// When the proof of a proven readmission gate runs out.
@@ -238,11 +236,10 @@ impl Learned {
             Mode::Kueue => cluster.may(cx, ns, &permission("update", WORKLOAD)).await?,
             Mode::Plain => false,
         };
-        let list_jobs = permission("list", JOB);
         let (missing_writes, jobs_listable, lacking) = if settings.read_only {
             (Vec::new(), false, Vec::new())
         } else {
-            let jobs_listable = cluster.may(cx, ns, &list_jobs).await?;
+            let jobs_listable = cluster.may(cx, ns, &permission("list", JOB)).await?;
             let orphans = not_granted(cluster, cx, ns, orphan_permissions()).await?;
             let unlisted = (!jobs_listable).then(|| {
                 "list jobs: StopJob cannot see the Jobs a deleted JobSet leaves, which make its pods again until the garbage collector removes them".to_owned()
@@ -271,7 +268,8 @@ impl Learned {
             probe_started: Ok(()),
             missing_writes,
         };
-        Ok(Learned { facts, nodes_readable, jobs_listable, lacking, gate_proof_expires })
+        let reads = Reads { nodes: nodes_readable, jobs: jobs_listable };
+        Ok(Learned { facts, reads, lacking, gate_proof_expires })
     }
 
     /// The Backend these facts make.
@@ -281,12 +279,8 @@ impl Learned {
         settings: Settings,
         cluster: Cluster,
     ) -> KubeflowBackend {
-        let preflight = Preflight::of(
-            facts,
-            Reads { nodes: self.nodes_readable, jobs: self.jobs_listable },
-            self.lacking.clone(),
-            self.gate_proof_expires,
-        );
+        let preflight =
+            Preflight::of(facts, self.reads, self.lacking.clone(), self.gate_proof_expires);
         KubeflowBackend::made(settings, cluster, preflight)
     }
 }
@@ -360,35 +354,59 @@ impl KubeflowBackend {
 /// take, on a context of its own: the caller's may have ended.
 const CLEAN_UP_REQUESTS: u32 = 4;
 
+/// What the preflight probe found: whether its Start created its TrainJob, and whether
+/// its Hold then Release worked; each else why not.
+type Probed = (std::result::Result<(), String>, std::result::Result<(), String>);
+
+/// A probe step that failed without a definite answer (*unreachable*, or
+/// *outcome-unknown*: a webhook, the Trainer or the apiserver away for a moment)
+/// decides nothing: Factory fails *unreachable*, saying so, rather than make a Backend
+/// whose verdict would outlive the fault (`docs/backend.md`, step 7).
+fn inconclusive(step: &str, e: &Error) -> Option<Error> {
+    let passing =
+        e.is(dispatch_core::Kind::Unreachable) || e.is(dispatch_core::Kind::OutcomeUnknown);
+    passing.then(|| {
+        Error::unreachable(format!(
+            "the preflight probe's {step} met no definite answer ({}): {}; nothing was decided, try again",
+            e.kind(),
+            e.message()
+        ))
+    })
+}
+
 impl Inner {
     /// The preflight probe: a Start of the probe's own request, a Hold/Release round
     /// trip, then the removal of every object of the probe's job, however the probe
     /// ended. Returns whether it started and whether the round trip worked; `Err` only
     /// for what makes the Backend unusable (Kueue managing plain-mode jobs, a Kueue that
     /// does not gate admission in Kueue mode) or a call that ended meanwhile.
-    async fn probe(&self, cx: &CallContext) -> Result<(Result<(), String>, Result<(), String>)> {
+    async fn probe(&self, cx: &CallContext) -> Result<Probed> {
         let request = probe_request(&self.settings, edge::fresh_job_id()?);
         let outcome = self.probe_steps(cx, &request).await;
         self.clean_up_probe(&request.job).await;
         outcome
     }
 
-    async fn probe_steps(
-        &self,
-        cx: &CallContext,
-        request: &StartRequest,
-    ) -> Result<(Result<(), String>, Result<(), String>)> {
+    async fn probe_steps(&self, cx: &CallContext, request: &StartRequest) -> Result<Probed> {
         let object = match self.start_as(cx, request, Purpose::Probe).await {
             Ok(object) => object,
             Err(e) if KueueDoesNotGate::refused(&e) => return Err(e),
             Err(e) => {
+                if let Some(inconclusive) = inconclusive("Start", &e) {
+                    return Err(inconclusive);
+                }
                 let why =
                     format!("the preflight probe could not start ({}): {}", e.kind(), e.message());
                 return Ok((Err(why.clone()), Err(why)));
             }
         };
-        let round_trip = self.probe_started(cx, &object).await?;
-        Ok((Ok(()), round_trip))
+        match self.probe_started(cx, &object).await? {
+            Ok(()) => Ok((Ok(()), Ok(()))),
+            Err(e) => match inconclusive("Hold and Release", &e) {
+                Some(inconclusive) => Err(inconclusive),
+                None => Ok((Ok(()), Err(format!("{}: {}", e.kind(), e.message())))),
+            },
+        }
     }
 
     /// Removes every object of the probe's job, whatever became of it (a TrainJob whose
@@ -403,11 +421,13 @@ impl Inner {
         }
     }
 
+    /// The probe's checks once its TrainJob is made: in plain mode that Kueue does not
+    /// manage it, then the hold round trip, whose failure is the inner `Err`.
     async fn probe_started(
         &self,
         cx: &CallContext,
         object: &ObjectRef,
-    ) -> Result<Result<(), String>> {
+    ) -> Result<std::result::Result<(), Error>> {
         if self.settings.mode == Mode::Plain
             && self.cluster.serves(cx, keys::KUEUE_API_VERSION).await?
         {
@@ -423,7 +443,7 @@ impl Inner {
             self.hold(&hold_cx, object, 1).await?;
             self.release(&hold_cx, object, 1).await
         };
-        Ok(round_trip.await.map_err(|e| format!("{}: {}", e.kind(), e.message())))
+        Ok(round_trip.await)
     }
 
     /// Plain mode on a cluster whose Kueue manages queue-less jobs: the probe's

@@ -364,31 +364,70 @@ async fn a_refused_train_job_create_deletes_only_the_copy_this_call_made() {
 }
 
 /// A probe whose TrainJob create went unanswered (it landed) used to
-/// leave its TrainJob and copy behind.
+/// leave its TrainJob and copy behind. It met no definite answer, so Factory decides
+/// nothing and fails *unreachable*.
 #[tokio::test]
 async fn a_probe_whose_train_job_create_went_unanswered_leaves_nothing_behind() {
     let sim = cluster().await;
     sim.add_fault(Fault::on("create", "trainjobs", FaultAction::ResetAfterApply));
-    let b = backend(&sim, settings(json!({}))).await;
-    assert!(
-        matches!(&b.preflight().access, Writability::ObserveOnly { missing } if missing.contains("could not start")),
-        "{:?}",
-        b.preflight().access
+    let made =
+        KubeflowBackend::with_cluster(settings(json!({})), connect(&sim, "admin").await, &cx())
+            .await;
+    let err = made.err().expect("Factory decides nothing");
+    assert!(err.is(Kind::Unreachable) && err.message().contains("no definite answer"), "{err:?}");
+    assert_nothing_left(&sim);
+}
+
+/// A probe refused by a webhook that cannot be called met no definite answer: Factory
+/// fails *unreachable*, "try again", rather than make a Backend observe-only for as
+/// long as it lives (or a command keep that verdict: the random-fault run found every
+/// command answering read-only for minutes after a Trainer restart of seconds). A
+/// webhook's definite denial is a verdict a person must act on: observe-only, naming it.
+#[tokio::test]
+async fn a_probe_that_met_no_answer_fails_factory_and_one_denied_is_observe_only() {
+    let sim = cluster().await;
+    let unreachable = Fault::status(
+        500,
+        "InternalError",
+        "Internal error occurred: failed calling webhook \"validator.trainingruntime.trainer.kubeflow.org\": failed to call webhook: Post \"https://127.0.0.1:29444/validate\": dial tcp 127.0.0.1:29444: connect: connection refused",
     );
+    sim.add_fault(Fault::on("create", "trainingruntimes", unreachable).times(1));
+    let made =
+        KubeflowBackend::with_cluster(settings(json!({})), connect(&sim, "admin").await, &cx())
+            .await;
+    let err = made.err().expect("Factory decides nothing");
+    assert!(
+        err.is(Kind::Unreachable) && err.message().contains("failed calling webhook"),
+        "{err:?}"
+    );
+    assert_nothing_left(&sim);
+    let b = backend(&sim, settings(json!({}))).await;
+    assert_eq!(b.preflight().access, Writability::Writable, "once the webhook answers");
+
+    let denied = Fault::status(422, "Invalid", "TrainJob.trainer.kubeflow.org is invalid: x");
+    sim.add_fault(Fault::on("create", "trainjobs", denied).times(1));
+    let b = backend(&sim, settings(json!({}))).await;
+    let Writability::ObserveOnly { missing } = &b.preflight().access else {
+        panic!("{:?}", b.preflight().access)
+    };
+    assert!(missing.contains("is invalid: x"), "{missing}");
+    assert!(dispatch_kf_model::capabilities::lasting(&b.preflight().facts));
     assert_nothing_left(&sim);
 }
 
 /// The probe's clean-up used the caller's context, which had just
-/// ended, so the probe's TrainJob stayed.
+/// ended, so the probe's TrainJob stayed. A call that ends during the probe's Hold
+/// leaves the round trip unanswered: Factory decides nothing and fails *unreachable*.
 #[tokio::test]
 async fn a_probe_whose_call_ends_during_its_hold_is_still_cleaned_up() {
     let sim = cluster().await;
     sim.add_fault(Fault::on("update", "trainjobs", FaultAction::Delay(Duration::from_secs(3))));
     let soon = CallContext::with_deadline(Instant::now() + Duration::from_secs(1));
-    let b = KubeflowBackend::with_cluster(settings(json!({})), connect(&sim, "admin").await, &soon)
-        .await
-        .unwrap();
-    assert!(!b.preflight().capabilities[&Capability::Hold].is_yes());
+    let made =
+        KubeflowBackend::with_cluster(settings(json!({})), connect(&sim, "admin").await, &soon)
+            .await;
+    let err = made.err().expect("Factory decides nothing");
+    assert!(err.is(Kind::Unreachable) && err.message().contains("Hold and Release"), "{err:?}");
     assert!(names(&sim, "trainjobs").is_empty(), "{:?}", names(&sim, "trainjobs"));
 }
 
