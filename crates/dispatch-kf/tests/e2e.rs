@@ -18,6 +18,7 @@ use dispatch_core::{
     Answer, Backend, Capability, CauseKind, CessationSignal, JobId, Kind as Sentinel, ObjectObs,
     ObjectRef, ObjectState, OutputStream, Provenance, Source, StartRequest,
 };
+use dispatch_kf_model::capabilities::Writability;
 use dispatch_kf_model::keys;
 use futures::StreamExt;
 use serde_json::json;
@@ -759,6 +760,11 @@ async fn start_while_the_trainer_or_the_apiserver_restarts_only_ever_says_try_ag
         if component == Component::Trainer {
             // The apiserver that refused the connection can only be read once it is back.
             w.nothing_of(&job, "after Start with the Trainer down").await;
+            // A Backend made now (as each command makes one) meets the webhook in its
+            // preflight probe: Factory decides nothing rather than observe only.
+            let made = w.try_another_backend().await.err().expect("Factory with the Trainer down");
+            assert!(made.is(Sentinel::Unreachable), "Factory with the Trainer down: {made:?}");
+            assert!(made.message().contains("no definite answer"), "{made:?}");
         }
 
         let mut refusals = Vec::new();
@@ -775,6 +781,15 @@ async fn start_while_the_trainer_or_the_apiserver_restarts_only_ever_says_try_ag
         });
         let (object, ()) = tokio::join!(starting, w.target.restart(component));
         eprintln!("{}: Start through {component:?}'s restart: {refusals:?}", w.target.describe());
+        w.target
+            .until("a Backend made now writes", async || {
+                let made = w.try_another_backend().await.map_err(|e| e.to_string())?;
+                match made.preflight().access {
+                    Writability::Writable => Ok(()),
+                    ref other => Err(format!("{other:?}")),
+                }
+            })
+            .await;
         let train_jobs = w.labelled(Kind::TrainJob, &job).await;
         assert_eq!(train_jobs.len(), 1, "one TrainJob: {train_jobs:#?}");
         w.backend.open(&patient_cx(), &object).await.unwrap();

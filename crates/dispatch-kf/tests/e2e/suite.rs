@@ -416,11 +416,20 @@ impl BackendOnTarget {
         mode: Mode,
         queue: &str,
     ) -> KubeflowBackend {
-        let cluster = Cluster::from_kube_config(config, Duration::from_secs(30))
-            .expect("a client for the adapter");
-        KubeflowBackend::with_cluster(settings(mode, queue), cluster, &patient_cx())
+        Self::try_factory_with(config, mode, queue)
             .await
             .unwrap_or_else(|e| panic!("Factory on {}: {e}", target.describe()))
+    }
+
+    /// Factory with the client configuration `config`, as it answered.
+    async fn try_factory_with(
+        config: kube::Config,
+        mode: Mode,
+        queue: &str,
+    ) -> dispatch_core::Result<KubeflowBackend> {
+        let cluster = Cluster::from_kube_config(config, Duration::from_secs(30))
+            .expect("a client for the adapter");
+        KubeflowBackend::with_cluster(settings(mode, queue), cluster, &patient_cx()).await
     }
 
     /// A Backend whose every request goes through a proxy that can stall its
@@ -434,6 +443,11 @@ impl BackendOnTarget {
     /// probed now).
     pub(crate) async fn another_backend(&self) -> KubeflowBackend {
         Self::factory(&self.target, self.mode, QUEUE).await
+    }
+
+    /// [`BackendOnTarget::another_backend`] as Factory answered, failure included.
+    pub(crate) async fn try_another_backend(&self) -> dispatch_core::Result<KubeflowBackend> {
+        Self::try_factory_with(self.target.config().await, self.mode, QUEUE).await
     }
 
     /// Brings `runtime` into the suite's namespace, as the suite brings
