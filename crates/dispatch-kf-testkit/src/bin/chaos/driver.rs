@@ -69,20 +69,14 @@ impl Driver {
     pub(crate) async fn hold(&self, object: &ObjectRef, instance: u64) -> Result<()> {
         match self {
             Driver::Library(b) => b.hold(&cx(), object, instance).await,
-            Driver::Command(c) => {
-                let k = instance.to_string();
-                c.run(&["hold", "--instance", &k, &reference(object)]).await.map(drop)
-            }
+            Driver::Command(c) => c.on_instance("hold", object, instance).await,
         }
     }
 
     pub(crate) async fn release(&self, object: &ObjectRef, instance: u64) -> Result<()> {
         match self {
             Driver::Library(b) => b.release(&cx(), object, instance).await,
-            Driver::Command(c) => {
-                let k = instance.to_string();
-                c.run(&["release", "--instance", &k, &reference(object)]).await.map(drop)
-            }
+            Driver::Command(c) => c.on_instance("release", object, instance).await,
         }
     }
 
@@ -141,6 +135,12 @@ impl Command {
             cache,
             requests,
         }
+    }
+
+    /// `hold` or `release` (`verb`) of hold instance `instance` of `object`.
+    async fn on_instance(&self, verb: &str, object: &ObjectRef, instance: u64) -> Result<()> {
+        let k = instance.to_string();
+        self.run(&[verb, "--instance", &k, &reference(object)]).await.map(drop)
     }
 
     /// Runs `dispatch-kf ARGS` with the settings and a minute's deadline: its standard

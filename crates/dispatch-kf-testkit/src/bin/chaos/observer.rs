@@ -38,6 +38,8 @@ pub(crate) struct Pod {
     pub(crate) execution: Execution,
     pub(crate) node: String,
     pub(crate) running: bool,
+    /// Whether it is being deleted (its phase may still say Running).
+    pub(crate) terminating: bool,
     pub(crate) created: Option<jiff::Timestamp>,
     /// The name of its controller (a batch Job).
     pub(crate) owner: String,
@@ -59,6 +61,7 @@ impl Pod {
             ),
             node: pod.data["spec"]["nodeName"].as_str().unwrap_or_default().to_owned(),
             running: pod.data["status"]["phase"] == "Running",
+            terminating: pod.metadata.deletion_timestamp.is_some(),
             created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
             owner: pod
                 .metadata
@@ -128,10 +131,12 @@ impl Observer {
         Observer { seen, stop, task }
     }
 
-    /// The running pods of the last sample.
+    /// The running pods of the last sample that are not being deleted: what a fault may
+    /// pick. (A pod being deleted on a node already lost and replaced still says
+    /// Running; picking it lost a node that was gone.)
     pub(crate) fn running(&self) -> Vec<Pod> {
         let seen = self.seen.lock().expect("not poisoned");
-        seen.iter().filter(|p| p.running).cloned().collect()
+        seen.iter().filter(|p| p.running && !p.terminating).cloned().collect()
     }
 
     pub(crate) async fn stop(self) {
@@ -325,6 +330,7 @@ mod tests {
             execution: (a.to_owned(), "0".to_owned(), job_set.to_owned()),
             node: "n".to_owned(),
             running: true,
+            terminating: false,
             created: Some("2026-12-05T06:00:00Z".parse().unwrap()),
             owner: format!("{job_set}-node-0"),
         }
