@@ -30,12 +30,7 @@ impl Inner {
     /// Deletes `object` in the background if its UID still matches; an object already
     /// gone, or whose name another UID now holds, is success.
     pub(crate) async fn delete_object(&self, cx: &CallContext, object: &ObjectRef) -> Result<()> {
-        let instance = Instance {
-            resource: resource_of(object.kind),
-            name: object.name.clone(),
-            uid: object.uid.clone(),
-        };
-        self.delete_instance(cx, &instance).await
+        self.delete_instance(cx, &Instance::of(object)).await
     }
 
     /// [`Inner::delete_object`] of an object of any kind.
@@ -109,7 +104,8 @@ impl Inner {
             let snapshot = self.snapshot(cx, job).await.map_err(|e| e.context("stop-job"))?;
             job_sets.extend(job_set_names(job, &snapshot));
             let observed = self.observe(&snapshot, edge::now());
-            let mut doomed: Vec<Instance> = observed.iter().map(Instance::of).collect();
+            let mut doomed: Vec<Instance> =
+                observed.iter().map(|o| Instance::of(&o.object)).collect();
             let mut remaining = doomed.clone();
             for (batch_job, orphaned) in self.jobs_left(cx, job, &job_sets, &snapshot).await? {
                 if orphaned {
@@ -184,11 +180,12 @@ struct Instance {
 }
 
 impl Instance {
-    fn of(obs: &dispatch_core::ObjectObs) -> Instance {
+    /// The object a reference names.
+    fn of(object: &ObjectRef) -> Instance {
         Instance {
-            resource: resource_of(obs.object.kind),
-            name: obs.object.name.clone(),
-            uid: obs.object.uid.clone(),
+            resource: resource_of(object.kind),
+            name: object.name.clone(),
+            uid: object.uid.clone(),
         }
     }
 

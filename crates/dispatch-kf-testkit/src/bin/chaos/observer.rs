@@ -154,10 +154,13 @@ struct Checks {
 }
 
 impl Checks {
-    fn say(&mut self, log: &Log, key: String, text: String) {
-        if self.said.insert(key) {
+    /// Says a violation once per `key`; whether it was said now.
+    fn say(&mut self, log: &Log, key: String, text: String) -> bool {
+        let new = self.said.insert(key);
+        if new {
             log.violation(text);
         }
+        new
     }
 
     /// Checks one sample; returns the jobs newly seen running two executions at once.
@@ -190,8 +193,7 @@ impl Checks {
                         "a JobSet deleted by hand was made again while its pods terminated: {text}"
                     ));
                 }
-            } else if self.said.insert(key) {
-                log.violation(text);
+            } else if self.say(log, key, text) {
                 overlapping.push(job.to_owned());
             }
         }

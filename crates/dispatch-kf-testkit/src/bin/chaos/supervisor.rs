@@ -141,17 +141,8 @@ impl Supervisor {
     ) -> dispatch_core::Result<T> {
         let began = Instant::now();
         let result = call.await;
-        let outcome = outcome(&result);
-        let label = self.driver.label(name);
-        self.log.call(&label, &outcome, began.elapsed(), CALL);
-        if name != "find" {
-            self.log.trace(self.job.as_str(), &format!("{label} {outcome}"));
-        }
-        if let Err(e) = &result
-            && e.is(dispatch_core::Kind::ReadOnly)
-        {
-            self.log.read_only(&label, began, e.message());
-        }
+        let traced = name != "find";
+        record(&self.log, &self.job, &self.driver.label(name), began, traced, &result);
         result
     }
 
@@ -258,6 +249,28 @@ impl Supervisor {
     }
 }
 
+/// Logs a call of `job`'s supervisor, `label`, begun at `began`: its outcome and time,
+/// a line in the job's trace when `traced`, and a *read-only* answer for its check.
+fn record<T>(
+    log: &Log,
+    job: &JobId,
+    label: &str,
+    began: Instant,
+    traced: bool,
+    result: &dispatch_core::Result<T>,
+) {
+    let outcome = outcome(result);
+    log.call(label, &outcome, began.elapsed(), CALL);
+    if traced {
+        log.trace(job.as_str(), &format!("{label} {outcome}"));
+    }
+    if let Err(e) = result
+        && e.is(dispatch_core::Kind::ReadOnly)
+    {
+        log.read_only(label, began, e.message());
+    }
+}
+
 /// StopJob until it answers done: every object of the job gone.
 pub(crate) async fn stop_for_good(driver: &Driver, job: &JobId, log: &Log) {
     let deadline = Instant::now() + Duration::from_secs(300);
@@ -265,14 +278,7 @@ pub(crate) async fn stop_for_good(driver: &Driver, job: &JobId, log: &Log) {
     loop {
         let began = Instant::now();
         let result = driver.stop_job(job).await;
-        let outcome = outcome(&result);
-        log.call(&label, &outcome, began.elapsed(), CALL);
-        log.trace(job.as_str(), &format!("{label} {outcome}"));
-        if let Err(e) = &result
-            && e.is(dispatch_core::Kind::ReadOnly)
-        {
-            log.read_only(&label, began, e.message());
-        }
+        record(log, job, &label, began, true, &result);
         match result {
             Ok(()) => return,
             Err(e) if Instant::now() > deadline => {
