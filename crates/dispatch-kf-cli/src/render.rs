@@ -8,7 +8,7 @@
 use dispatch_core::Error;
 use dispatch_kf_model::TokenSuffix;
 use dispatch_kf_model::read_request;
-use dispatch_kf_model::{Purpose, Settings, SourceRuntime, render};
+use dispatch_kf_model::{Purpose, Settings, SourceRuntime, probe, render};
 
 use crate::output::{self, Format};
 
@@ -42,7 +42,8 @@ pub(crate) struct Args {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value = "yaml")]
     output: ListFormat,
-    /// Render the preflight probe's objects (adds the node selector no node matches).
+    /// Render the preflight probe's objects (adds the node selector no node matches,
+    /// and the probe's label and expiry: now plus the settings' probe budget).
     #[arg(long)]
     probe: bool,
 }
@@ -59,7 +60,12 @@ pub(crate) fn run(args: Args) -> Result<(), Error> {
         Some(hex) => TokenSuffix::parse(hex).map_err(|e| e.context("--token"))?,
         None => random_suffix()?,
     };
-    let purpose = if args.probe { Purpose::Probe } else { Purpose::Job };
+    let purpose = if args.probe {
+        let budget = probe::Budget::of(&settings.timeouts);
+        Purpose::Probe { expires: budget.expires(jiff::Timestamp::now()) }
+    } else {
+        Purpose::Job
+    };
     let rendered = render(&settings, &request, runtime.as_ref(), &suffix, purpose)?;
     let format = match args.output {
         ListFormat::Yaml => Format::Yaml,

@@ -9,6 +9,11 @@ pub const LABEL_SUBMISSION: &str = "dispatch.phpboyscout.uk/submission";
 pub const LABEL_MANAGED_BY: &str = "dispatch.phpboyscout.uk/managed-by";
 /// The value of [`LABEL_MANAGED_BY`].
 pub(crate) const MANAGED_BY_DISPATCH: &str = "dispatch";
+/// Label (the preflight probe's TrainJob and runtime copy): what the object is for,
+/// [`PURPOSE_PROBE`]; a job's objects have none.
+pub const LABEL_PURPOSE: &str = "dispatch.phpboyscout.uk/purpose";
+/// The value of [`LABEL_PURPOSE`] on the preflight probe's objects.
+pub const PURPOSE_PROBE: &str = "probe";
 
 /// Annotation (TrainJob): `dispatch job <JobId> generation <G> submission <N> a=<attempt>`.
 pub(crate) const ANN_COMMENT: &str = "dispatch.phpboyscout.uk/comment";
@@ -18,6 +23,10 @@ pub(crate) const ANN_ATTEMPT_TOKEN: &str = "dispatch.phpboyscout.uk/attempt-toke
 pub(crate) const ANN_GENERATION: &str = "dispatch.phpboyscout.uk/generation";
 /// Annotation (runtime copy): `<Kind>/<name>` of the runtime it copies.
 pub(crate) const ANN_RUNTIME_SOURCE: &str = "dispatch.phpboyscout.uk/runtime-source";
+/// Annotation (the preflight probe's TrainJob and runtime copy): the moment, RFC 3339,
+/// by which the probe that made the object has ended, its clean-up included; past it
+/// (and `probe::CLOCK_ALLOWANCE`), the next probe removes the object's job.
+pub const ANN_PROBE_EXPIRES: &str = "dispatch.phpboyscout.uk/probe-expires";
 /// Annotation (TrainJob in plain mode; every pod): the admission count A.
 pub const ANN_ADMISSION: &str = "dispatch.phpboyscout.uk/admission";
 /// Annotation (the held object): the hold instance in force.
@@ -167,10 +176,11 @@ pub(crate) const PROLOGUE_NAME: &str = "dispatch-prologue";
 pub(crate) const PROBE_IMAGE: &str = "dispatch.invalid/never:probe";
 
 /// The label and annotation keys the model reads (classification, the ranks of an
-/// execution in `ranks`, and the mode of a TrainJob read without settings in
-/// `Mode::of_train_job`): the dump reader keeps no others (`lenient::StrMap`), so an
-/// object's other labels cost nothing.
-pub(crate) const READ_BY_CLASSIFICATION: [&str; 13] = [
+/// execution in `ranks`, the mode of a TrainJob read without settings in
+/// `Mode::of_train_job`, and the preflight probe's mark in `probe::abandoned`): the
+/// dump reader keeps no others (`lenient::StrMap`), so an object's other labels cost
+/// nothing.
+pub(crate) const READ_BY_THE_MODEL: [&str; 15] = [
     LABEL_JOB_ID,
     LABEL_SUBMISSION,
     JOBSET_NAME,
@@ -184,4 +194,6 @@ pub(crate) const READ_BY_CLASSIFICATION: [&str; 13] = [
     ANN_ENDED,
     KUEUE_ADMISSION_GATED_BY,
     KUEUE_QUEUE_NAME,
+    LABEL_PURPOSE,
+    ANN_PROBE_EXPIRES,
 ];

@@ -90,6 +90,7 @@ pub mod json; // fields of raw JSON objects, read where views are not
 pub mod keys; // every label, annotation and name shared with the cluster
 pub mod kueue; // Kueue mode's checks: the gate's proof, a Workload ready
 pub mod names; // the names of a job's objects, made and parsed
+pub mod probe; // the preflight probe's request, its budget, and when its leftovers go
 pub mod ranks; // a job's pods by rank, and its nodes
 pub mod readback; // a written TrainJob against the one the apiserver holds
 pub mod readmission; // the readmission gate's rule
@@ -121,9 +122,7 @@ pub use object::{
 
 // Render: a start request and a source runtime to a runtime copy and a TrainJob;
 // `runtime_ref` reads the runtime a spec names, for Start and Capabilities alike.
-pub use render::{
-    Purpose, Rendered, TokenSuffix, probe_request, read_request, render, runtime_ref,
-};
+pub use render::{Purpose, Rendered, TokenSuffix, read_request, render, runtime_ref};
 pub use runtime::{RuntimeKind, RuntimeRef, SourceRuntime};
 
 // Settings: one adapter instance's configuration.

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use dispatch_core::{Error, JobId};
 use dispatch_kf_model::{
-    Purpose, Settings, SourceRuntime, TokenSuffix, probe_request, read_request, readback, render,
+    Purpose, Settings, SourceRuntime, TokenSuffix, probe, read_request, readback, render,
 };
 use serde_json::{Value, json};
 
@@ -45,7 +45,10 @@ fn load(dir: &Path) -> Case {
         Err(_) => json!({}),
     };
     let purpose = match options.get("purpose").and_then(Value::as_str) {
-        Some("probe") => Purpose::Probe,
+        Some("probe") => {
+            let expires = options["expires"].as_str().expect("a probe case's expiry");
+            Purpose::Probe { expires: expires.parse().unwrap() }
+        }
         _ => Purpose::Job,
     };
     let suffix = options.get("suffix").and_then(Value::as_str).unwrap_or(DEFAULT_SUFFIX);
@@ -89,6 +92,6 @@ fn the_probe_fixture_is_what_probe_request_builds() {
     let case = load(&dir);
     let settings = case.settings.unwrap();
     let job = JobId::parse("01JDQ4V8Z6K3M0B7X2N5R9T1PR").unwrap();
-    assert_eq!(case.request.unwrap(), probe_request(&settings, job));
-    assert_eq!(case.purpose, Purpose::Probe);
+    assert_eq!(case.request.unwrap(), probe::request(&settings, job));
+    assert!(matches!(case.purpose, Purpose::Probe { .. }));
 }

@@ -4,11 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use dispatch_core::{
-    CallContext, Capability, Error, JobId, ObjectRef, Result, StartRequest, Support,
-};
+use dispatch_core::{CallContext, Capability, Error, Result, Support};
 use dispatch_kf_client::resources::{
     ADMISSION_CHECK, CLUSTER_QUEUE, JOB, JOB_SET, LEASE, LOCAL_QUEUE, NODE, POD, Resource,
     TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
@@ -16,13 +14,12 @@ use dispatch_kf_client::resources::{
 use dispatch_kf_client::{Cluster, ClusterConfig, Permission};
 use dispatch_kf_model::capabilities::{self, PreflightFacts, Writability};
 use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, lease_expires, prove_gate};
-use dispatch_kf_model::{Mode, Purpose, Settings, keys, probe_request, served};
+use dispatch_kf_model::{Mode, Settings, keys, served};
 use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::evidence::Evidence;
 use crate::hub::Hub;
-use crate::start::KueueDoesNotGate;
 use crate::{Inner, KubeflowBackend, edge};
 
 /// What Factory learned.
@@ -350,146 +347,6 @@ impl KubeflowBackend {
     }
 }
 
-/// How many requests' worth of time (`timeouts.request` each) the probe's clean-up may
-/// take, on a context of its own: the caller's may have ended.
-const CLEAN_UP_REQUESTS: u32 = 4;
-
-/// What the preflight probe found: whether its Start created its TrainJob, and whether
-/// its Hold then Release worked; each else why not.
-type Probed = (std::result::Result<(), String>, std::result::Result<(), String>);
-
-/// A probe step that failed without a definite answer (*unreachable*, or
-/// *outcome-unknown*: a webhook, the Trainer or the apiserver away for a moment)
-/// decides nothing: Factory fails *unreachable*, saying so, rather than make a Backend
-/// whose verdict would outlive the fault (`docs/backend.md`, step 7).
-fn inconclusive(step: &str, e: &Error) -> Option<Error> {
-    let passing =
-        e.is(dispatch_core::Kind::Unreachable) || e.is(dispatch_core::Kind::OutcomeUnknown);
-    passing.then(|| {
-        Error::unreachable(format!(
-            "the preflight probe's {step} met no definite answer ({}): {}; nothing was decided, try again",
-            e.kind(),
-            e.message()
-        ))
-    })
-}
-
-impl Inner {
-    /// The preflight probe: a Start of the probe's own request, a Hold/Release round
-    /// trip, then the removal of every object of the probe's job, however the probe
-    /// ended. Returns whether it started and whether the round trip worked; `Err` only
-    /// for what makes the Backend unusable (Kueue managing plain-mode jobs, a Kueue that
-    /// does not gate admission in Kueue mode) or a call that ended meanwhile.
-    async fn probe(&self, cx: &CallContext) -> Result<Probed> {
-        let request = probe_request(&self.settings, edge::fresh_job_id()?);
-        let outcome = self.probe_steps(cx, &request).await;
-        self.clean_up_probe(&request.job).await;
-        outcome
-    }
-
-    async fn probe_steps(&self, cx: &CallContext, request: &StartRequest) -> Result<Probed> {
-        let object = match self.start_as(cx, request, Purpose::Probe).await {
-            Ok(object) => object,
-            Err(e) if KueueDoesNotGate::refused(&e) => return Err(e),
-            Err(e) => {
-                if let Some(inconclusive) = inconclusive("Start", &e) {
-                    return Err(inconclusive);
-                }
-                let why =
-                    format!("the preflight probe could not start ({}): {}", e.kind(), e.message());
-                return Ok((Err(why.clone()), Err(why)));
-            }
-        };
-        match self.probe_started(cx, &object).await? {
-            Ok(()) => Ok((Ok(()), Ok(()))),
-            Err(e) => match inconclusive("Hold and Release", &e) {
-                Some(inconclusive) => Err(inconclusive),
-                None => Ok((Ok(()), Err(format!("{}: {}", e.kind(), e.message())))),
-            },
-        }
-    }
-
-    /// Removes every object of the probe's job, whatever became of it (a TrainJob whose
-    /// create went unanswered may exist; a refused one's copy may remain), on a fresh
-    /// context bounded by [`CLEAN_UP_REQUESTS`] requests: the caller's may be the one
-    /// that just ended. What it cannot remove is logged.
-    async fn clean_up_probe(&self, job: &JobId) {
-        let request = self.settings.timeouts.request.to_std().unwrap_or(Duration::from_secs(30));
-        let fresh = CallContext::with_deadline(edge::instant() + request * CLEAN_UP_REQUESTS);
-        if let Err(e) = self.remove_job(&fresh, job).await {
-            tracing::warn!(probe = %job, error = %e, "the preflight probe's objects could not all be removed");
-        }
-    }
-
-    /// The probe's checks once its TrainJob is made: in plain mode that Kueue does not
-    /// manage it, then the hold round trip, whose failure is the inner `Err`.
-    async fn probe_started(
-        &self,
-        cx: &CallContext,
-        object: &ObjectRef,
-    ) -> Result<std::result::Result<(), Error>> {
-        if self.settings.mode == Mode::Plain
-            && self.cluster.serves(cx, keys::KUEUE_API_VERSION).await?
-        {
-            self.refuse_if_kueue_manages(cx, object).await?;
-        }
-        let mut hold_cx = cx.clone();
-        if hold_cx.deadline.is_none() {
-            let request =
-                self.settings.timeouts.request.to_std().unwrap_or(Duration::from_secs(30));
-            hold_cx.deadline = Some(edge::instant() + request * 4);
-        }
-        let round_trip = async {
-            self.hold(&hold_cx, object, 1).await?;
-            self.release(&hold_cx, object, 1).await
-        };
-        Ok(round_trip.await)
-    }
-
-    /// Plain mode on a cluster whose Kueue manages queue-less jobs: the probe's
-    /// TrainJob gets a Workload, and Kueue would fight the adapter over `spec.suspend`.
-    /// It looks every second for [`kueue_check_limit`], and stops when the call ends.
-    async fn refuse_if_kueue_manages(&self, cx: &CallContext, object: &ObjectRef) -> Result<()> {
-        let workloads = self.cluster.objects(WORKLOAD, &self.settings.namespace);
-        let selector = format!("{}={}", keys::KUEUE_JOB_UID, object.uid);
-        let workload = self.settings.timeouts.workload.to_std().unwrap_or_default();
-        let limit = kueue_check_limit(workload, cx.deadline, edge::instant());
-        let started = edge::timer();
-        loop {
-            if !workloads.list(cx, &selector).await?.items.is_empty() {
-                return Err(Error::unsupported(
-                    "Kueue manages TrainJobs without a queue on this cluster, so plain mode would fight it: set mode to kueue",
-                ));
-            }
-            let left = limit.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                return Ok(());
-            }
-            let ended = || {
-                Error::unreachable(
-                    "the call ended while the preflight probe looked for a Workload Kueue might make",
-                )
-            };
-            tokio::select! {
-                () = tokio::time::sleep(left.min(Duration::from_secs(1))) => {}
-                () = cx.cancelled() => return Err(ended()),
-                () = edge::deadline(cx) => return Err(ended()),
-            }
-        }
-    }
-}
-
-/// How long the plain-mode probe looks for a Workload: `timeouts.workload`, but no more
-/// than half the time left before the call's deadline, so that the hold round trip and
-/// the clean-up still fit (a default wait must not outlast the default deadline it runs
-/// under: `dispatch-kf start` gives Factory 30 s, and `timeouts.workload` is 60 s).
-fn kueue_check_limit(workload: Duration, deadline: Option<Instant>, now: Instant) -> Duration {
-    match deadline {
-        Some(d) => workload.min(d.saturating_duration_since(now) / 2),
-        None => workload,
-    }
-}
-
 /// The LocalQueue `kueue.queue` and its ClusterQueue, each `None` when it does not
 /// exist (or the settings name no queue).
 pub(crate) async fn read_queues(
@@ -533,20 +390,4 @@ async fn prove_readmission_gate(
     let proof = prove_gate(&objects, &kueue.queue, &kueue.admission_check, edge::now());
     let expires = lease.as_ref().and_then(lease_expires).filter(|_| proof.is_ok());
     Ok((proof, expires))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_kueue_check_leaves_half_the_time_left_for_the_rest_of_the_probe() {
-        let now = Instant::now();
-        let minute = Duration::from_secs(60);
-        let limit = |secs| kueue_check_limit(minute, Some(now + Duration::from_secs(secs)), now);
-        assert_eq!(limit(30), Duration::from_secs(15));
-        assert_eq!(limit(600), minute);
-        assert_eq!(kueue_check_limit(minute, Some(now), now), Duration::ZERO);
-        assert_eq!(kueue_check_limit(minute, None, now), minute);
-    }
 }

@@ -86,6 +86,7 @@ mod holds;
 mod hub;
 mod inflight;
 mod output;
+mod probe;
 mod refs;
 mod start;
 mod stop;

@@ -98,30 +98,11 @@ impl Inner {
     /// Jobs, and the Job controller makes their pods again, so the job would run on
     /// after StopJob said it was gone. A Job whose JobSet remains goes with it.
     pub(crate) async fn remove_job(&self, cx: &CallContext, job: &JobId) -> Result<()> {
-        let mut deleted = BTreeSet::new();
-        let mut job_sets = BTreeSet::new();
+        let mut removal = Removal::default();
         loop {
-            let snapshot = self.snapshot(cx, job).await.map_err(|e| e.context("stop-job"))?;
-            job_sets.extend(job_set_names(job, &snapshot));
-            let observed = self.observe(&snapshot, edge::now());
-            let mut doomed: Vec<Instance> =
-                observed.iter().map(|o| Instance::of(&o.object)).collect();
-            let mut remaining = doomed.clone();
-            for (batch_job, orphaned) in self.jobs_left(cx, job, &job_sets, &snapshot).await? {
-                if orphaned {
-                    doomed.push(batch_job.clone());
-                }
-                remaining.push(batch_job);
-            }
+            let (remaining, deleted_now) = self.removal_look(cx, job, &mut removal).await?;
             if remaining.is_empty() {
                 return Ok(());
-            }
-            let mut deleted_now = false;
-            for object in &doomed {
-                if deleted.insert(object.uid.clone()) {
-                    self.delete_instance(cx, object).await?;
-                    deleted_now = true;
-                }
             }
             // What was just deleted may be gone already: look again before waiting.
             if deleted_now {
@@ -141,6 +122,50 @@ impl Inner {
                 () = edge::deadline(cx) => return Err(waiting()),
             }
         }
+    }
+
+    /// [`Inner::remove_job`] without its waits: looks at `job` and deletes what is due
+    /// (orphaned copies and Jobs included) until a look deletes nothing new, and
+    /// returns then, whatever remains (objects still going, or a Job that goes with its
+    /// JobSet). The sweep of abandoned probes uses it, so that a deletion that hangs
+    /// holds up no Factory; the next sweep looks again.
+    pub(crate) async fn delete_job_without_waiting(
+        &self,
+        cx: &CallContext,
+        job: &JobId,
+    ) -> Result<()> {
+        let mut removal = Removal::default();
+        while self.removal_look(cx, job, &mut removal).await?.1 {}
+        Ok(())
+    }
+
+    /// One look at `job`: deletes what is due that `removal` has not deleted yet.
+    /// Returns what remains (deleted or not), and whether this look deleted anything.
+    async fn removal_look(
+        &self,
+        cx: &CallContext,
+        job: &JobId,
+        removal: &mut Removal,
+    ) -> Result<(Vec<Instance>, bool)> {
+        let snapshot = self.snapshot(cx, job).await.map_err(|e| e.context("stop-job"))?;
+        removal.job_sets.extend(job_set_names(job, &snapshot));
+        let observed = self.observe(&snapshot, edge::now());
+        let mut doomed: Vec<Instance> = observed.iter().map(|o| Instance::of(&o.object)).collect();
+        let mut remaining = doomed.clone();
+        for (batch_job, orphaned) in self.jobs_left(cx, job, &removal.job_sets, &snapshot).await? {
+            if orphaned {
+                doomed.push(batch_job.clone());
+            }
+            remaining.push(batch_job);
+        }
+        let mut deleted_now = false;
+        for object in &doomed {
+            if removal.deleted.insert(object.uid.clone()) {
+                self.delete_instance(cx, object).await?;
+                deleted_now = true;
+            }
+        }
+        Ok((remaining, deleted_now))
     }
 
     /// The batch Jobs of `job` (by its label, and of the JobSets named `job_sets`), each
@@ -169,6 +194,15 @@ impl Inner {
             })
             .collect())
     }
+}
+
+/// What one removal of a job has seen and done across its looks: the JobSet names of
+/// its submissions (a Job outlives its JobSet's name only in its label), and the UIDs it
+/// has deleted, each deleted once.
+#[derive(Default)]
+struct Removal {
+    job_sets: BTreeSet<String>,
+    deleted: BTreeSet<String>,
 }
 
 /// One object StopJob deletes: its kind, name and UID.

@@ -936,3 +936,36 @@ async fn stop_job_while_the_garbage_collector_is_down_leaves_no_job_behind() {
     }
     w.nothing_of(&job, "a while after StopJob").await;
 }
+
+/// A process killed mid-probe (a command its user stopped) leaves the probe's objects
+/// under a job id no supervisor knows; in Kueue mode they could hold quota. The next
+/// probe in the namespace deletes those past their expiry, and leaves those whose probe
+/// may still run (`docs/backend.md#the-preflight-probe`).
+#[tokio::test]
+async fn a_probe_a_killed_process_left_is_deleted_by_the_next_probe() {
+    let (abandoned, live) = (job(28), job(29));
+    let w = BackendOnTarget::for_job(&abandoned).await;
+    w.backend.stop_job(&patient_cx(), &live).await.expect("StopJob of an earlier run's leftovers");
+    w.leave_probe(&abandoned, "2000-01-01T00:00:00Z".parse().unwrap()).await;
+    let in_an_hour = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(1);
+    w.leave_probe(&live, in_an_hour).await;
+
+    let probing = w.another_backend().await;
+    assert_eq!(probing.preflight().access, Writability::Writable);
+    w.target
+        .until("the abandoned probe's objects gone", async || {
+            let mut left = Vec::new();
+            for kind in Kind::ALL {
+                let names = w.labelled(kind, &abandoned).await.into_iter();
+                left.extend(
+                    names.map(|o| format!("{kind:?} {}", o.metadata.name.unwrap_or_default())),
+                );
+            }
+            if left.is_empty() { Ok(()) } else { Err(format!("left: {left:?}")) }
+        })
+        .await;
+    w.nothing_of(&abandoned, "after the next probe").await;
+    assert_eq!(w.labelled(Kind::TrainJob, &live).await.len(), 1, "a probe that may still run");
+    w.backend.stop_job(&patient_cx(), &live).await.expect("StopJob");
+    w.nothing_of(&live, "after StopJob").await;
+}

@@ -445,3 +445,52 @@ async fn the_plain_mode_kueue_check_fits_in_the_deadline_factory_runs_under() {
     assert_eq!(b.preflight().access, Writability::Writable);
     assert!(names(&sim, "trainjobs").is_empty(), "{:?}", names(&sim, "trainjobs"));
 }
+
+/// Sets the probe expiry of every probe object of `plural` to `expires`, as the passing
+/// of time would make it past.
+async fn expire_probes(sim: &dispatch_kf_sim::Sim, plural: &str, kind: &str, expires: &str) {
+    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+    let gvk = GroupVersionKind::gvk(keys::TRAINER_GROUP, "v1alpha1", kind);
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        kube_client(sim, "admin").await,
+        NS,
+        &ApiResource::from_gvk_with_plural(&gvk, plural),
+    );
+    for name in names(sim, plural) {
+        let patch = json!({"metadata": {"annotations": {(keys::ANN_PROBE_EXPIRES): expires}}});
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    }
+}
+
+/// A process killed mid-probe leaves the probe's objects, whose random job id no
+/// supervisor will stop (here its deletes are refused, as they would be never sent).
+/// They carry the probe's label and expiry: a later probe leaves them while their
+/// probe may still run, and deletes them once past the expiry and the clock allowance.
+#[tokio::test]
+async fn a_probe_left_behind_is_deleted_by_a_later_probe_once_past_its_expiry() {
+    let sim = cluster().await;
+    let refused = Fault::status(403, "Forbidden", "the process is gone");
+    let every_delete = Fault { resource: None, ..Fault::on("delete", "", refused) }.always();
+    sim.add_fault(every_delete);
+    let _ = backend(&sim, settings(json!({}))).await;
+    sim.clear_faults();
+    let left = names(&sim, "trainjobs");
+    assert_eq!(left.len(), 1, "the probe's TrainJob stays: {left:?}");
+    let train_job = sim.get("trainjobs", NS, &left[0]).unwrap();
+    assert_eq!(train_job["metadata"]["labels"][keys::LABEL_PURPOSE], "probe");
+    let expires = train_job["metadata"]["annotations"][keys::ANN_PROBE_EXPIRES].as_str().unwrap();
+    let expires: jiff::Timestamp = expires.parse().unwrap();
+    assert!(expires > jiff::Timestamp::now(), "{expires}: its probe may still run");
+
+    let b = backend(&sim, settings(json!({}))).await;
+    assert_eq!(b.preflight().access, Writability::Writable);
+    assert_eq!(names(&sim, "trainjobs"), left, "not yet past its expiry");
+
+    let past = "2026-01-01T00:00:00Z";
+    expire_probes(&sim, "trainjobs", "TrainJob", past).await;
+    expire_probes(&sim, "trainingruntimes", "TrainingRuntime", past).await;
+    let b = backend(&sim, settings(json!({}))).await;
+    assert_eq!(b.preflight().access, Writability::Writable);
+    assert_nothing_left(&sim);
+    assert!(sim.list("jobsets", NS).is_empty() && sim.list("pods", NS).is_empty());
+}

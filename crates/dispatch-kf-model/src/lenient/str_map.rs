@@ -1,5 +1,5 @@
 //! [`StrMap`]: labels and annotations, of which only the keys classification reads are
-//! kept ([`crate::keys::READ_BY_CLASSIFICATION`]), with the leniency of every field in
+//! kept ([`crate::keys::READ_BY_THE_MODEL`]), with the leniency of every field in
 //! [`crate::lenient`].
 
 use std::fmt;
@@ -10,7 +10,7 @@ use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Vis
 use super::{FromJson, Str, Text};
 
 /// The keys a map keeps, by their place in this list.
-const KEPT: [&str; 13] = crate::keys::READ_BY_CLASSIFICATION;
+const KEPT: [&str; 15] = crate::keys::READ_BY_THE_MODEL;
 
 /// The place of `key` among the [`KEPT`] keys. Lengths first: most keys of a map have
 /// none of the kept lengths.
@@ -19,7 +19,7 @@ fn place(key: &str) -> Option<usize> {
 }
 
 /// A map of strings (labels, annotations) that keeps only the keys classification reads
-/// (`keys::READ_BY_CLASSIFICATION`) and only when their value is a string; a
+/// (`keys::READ_BY_THE_MODEL`) and only when their value is a string; a
 /// value that is not an object is an empty map. Other entries are skipped unread.
 ///
 /// Which of the kept keys are there is a mask of their places; their values follow in

@@ -25,10 +25,9 @@ pub use extensions::runtime_ref;
 pub use request::read_request;
 pub use token::TokenSuffix;
 
-use dispatch_core::{Error, JobId, JobSpec, StartRequest, ext};
+use dispatch_core::{Error, StartRequest};
 use serde_json::{Value, json};
 
-use crate::keys;
 use crate::names;
 use crate::runtime::SourceRuntime;
 use crate::runtime::rules::{self, JobShape};
@@ -42,8 +41,12 @@ pub enum Purpose {
     /// A job's Start.
     Job,
     /// The preflight probe: its runtime patch adds the node selector
-    /// `dispatch.phpboyscout.uk/probe: never`, which no node matches.
-    Probe,
+    /// `dispatch.phpboyscout.uk/probe: never`, which no node matches, and its TrainJob
+    /// and copy carry the probe's label and `expires` (`crate::probe`).
+    Probe {
+        /// When the probe has ended, its clean-up included (`probe::Budget::expires`).
+        expires: jiff::Timestamp,
+    },
 }
 
 /// The two objects Start creates, in the order it creates them.
@@ -100,28 +103,4 @@ pub fn render(
         runtime_copy: objects::runtime_copy(&parts),
         train_job: objects::train_job(&parts),
     })
-}
-
-/// The preflight probe's request (`docs/render.md#the-preflight-probe`): the image
-/// `dispatch.invalid/never:probe`, the command `true`, one node, submission 1, attempt
-/// 1, generation 0, on the settings' `probeRuntime`. `job` is made by the caller (a
-/// fresh ULID), so that two probes never share a name.
-pub fn probe_request(settings: &Settings, job: JobId) -> StartRequest {
-    let extensions = [
-        (ext::IMAGE.to_owned(), json!({"ref": keys::PROBE_IMAGE})),
-        (keys::EXT_RUNTIME_REF.to_owned(), settings.probe_runtime.to_value()),
-    ];
-    StartRequest {
-        job,
-        generation: 0,
-        submission: 1,
-        attempt: 1,
-        spec: JobSpec {
-            command: vec!["true".to_owned()],
-            nodes: 1,
-            extensions: extensions.into_iter().collect(),
-            ..JobSpec::default()
-        },
-        native: Vec::new(),
-    }
 }

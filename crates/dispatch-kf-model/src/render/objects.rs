@@ -35,6 +35,19 @@ fn common_labels(request: &StartRequest) -> Map<String, Value> {
     ])
 }
 
+/// The probe's mark on its TrainJob and runtime copy: the label that finds them and
+/// the annotation that says when their probe has ended (`crate::probe`).
+fn mark_probe(
+    purpose: Purpose,
+    labels: &mut Map<String, Value>,
+    annotations: &mut Map<String, Value>,
+) {
+    if let Purpose::Probe { expires } = purpose {
+        labels.insert(keys::LABEL_PURPOSE.to_owned(), json!(keys::PURPOSE_PROBE));
+        annotations.insert(keys::ANN_PROBE_EXPIRES.to_owned(), json!(expires.to_string()));
+    }
+}
+
 /// The pods' annotations through the runtime patch: the admission count in plain mode;
 /// in Kueue mode the gate controller writes it, so the patch leaves it out.
 fn pod_annotations(mode: Mode) -> Option<Value> {
@@ -52,7 +65,7 @@ pub(crate) fn runtime_patch(p: &Parts<'_>) -> Value {
         pod_meta["annotations"] = annotations;
     }
     let mut pod = json!({"metadata": pod_meta});
-    if p.purpose == Purpose::Probe {
+    if matches!(p.purpose, Purpose::Probe { .. }) {
         pod["spec"] =
             json!({"nodeSelector": {keys::PROBE_NODE_SELECTOR: keys::PROBE_NODE_SELECTOR_VALUE}});
     }
@@ -115,6 +128,7 @@ pub(crate) fn train_job(p: &Parts<'_>) -> Value {
             annotations.insert(keys::ANN_ADMISSION.to_owned(), json!("0"));
         }
     }
+    mark_probe(p.purpose, &mut labels, &mut annotations);
     let mut spec = json!({
         "runtimeRef": {"apiGroup": keys::TRAINER_GROUP, "kind": keys::KIND_TRAINING_RUNTIME, "name": p.name},
         "trainer": trainer(p),
@@ -137,17 +151,20 @@ pub(crate) fn train_job(p: &Parts<'_>) -> Value {
 /// The runtime copy: a TrainingRuntime of the TrainJob's name, its spec the source's
 /// less what `runtime::copy` leaves out.
 pub(crate) fn runtime_copy(p: &Parts<'_>) -> Value {
+    let mut labels = common_labels(p.request);
+    let mut annotations = Map::from_iter([
+        (keys::ANN_ATTEMPT_TOKEN.to_owned(), json!(p.token.to_string())),
+        (keys::ANN_RUNTIME_SOURCE.to_owned(), json!(p.step.source.reference.to_string())),
+    ]);
+    mark_probe(p.purpose, &mut labels, &mut annotations);
     json!({
         "apiVersion": keys::TRAINER_API_VERSION,
         "kind": keys::KIND_TRAINING_RUNTIME,
         "metadata": {
             "name": p.name,
             "namespace": p.settings.namespace,
-            "labels": common_labels(p.request),
-            "annotations": {
-                keys::ANN_ATTEMPT_TOKEN: p.token.to_string(),
-                keys::ANN_RUNTIME_SOURCE: p.step.source.reference.to_string(),
-            },
+            "labels": labels,
+            "annotations": annotations,
         },
         "spec": crate::runtime::copy::spec_of_copy(&p.step.source.spec),
     })

@@ -466,6 +466,32 @@ impl BackendOnTarget {
             .map_err(|e| e.to_string())
     }
 
+    /// Leaves the objects a preflight probe of `job` makes, expiring at `expires`, as a
+    /// process killed mid-probe leaves them: the runtime copy and the TrainJob, rendered
+    /// on the settings' probe runtime (the first listed, [`Runtime::Plain`]).
+    pub(crate) async fn leave_probe(&self, job: &JobId, expires: jiff::Timestamp) {
+        use dispatch_kf_model::{Purpose, SourceRuntime, TokenSuffix, probe, render};
+        let settings = self.backend.settings();
+        assert_eq!(settings.probe_runtime.to_value(), Runtime::Plain.reference());
+        let source = SourceRuntime::from_value(&Runtime::Plain.object()).expect("the runtime");
+        let request = probe::request(settings, job.clone());
+        let suffix = TokenSuffix::parse("00000000000000e2").expect("a suffix");
+        let rendered =
+            render(settings, &request, Some(&source), &suffix, Purpose::Probe { expires })
+                .expect("the probe renders");
+        for (kind, object) in
+            [(Kind::TrainingRuntime, rendered.runtime_copy), (Kind::TrainJob, rendered.train_job)]
+        {
+            let object: DynamicObject = serde_json::from_value(object).expect("an object");
+            Self::api(&self.kube, kind)
+                .create(&kube::api::PostParams::default(), &object)
+                .await
+                .unwrap_or_else(|e| {
+                    panic!("the probe's {kind:?} on {}: {e}", self.target.describe())
+                });
+        }
+    }
+
     /// The plain Kubernetes client the suite checks with.
     pub(crate) fn kube(&self) -> &kube::Client {
         &self.kube

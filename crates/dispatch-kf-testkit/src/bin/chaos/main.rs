@@ -105,10 +105,7 @@ fn main() -> ExitCode {
 
 /// The whole run: set up, drive and fault until the time is up, mend, stop, check.
 async fn run(args: Args) -> report::Report {
-    let kubeconfig = kube::config::Kubeconfig::read_from(&args.kubeconfig).expect("the kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .expect("a client configuration");
+    let config = kube_config(&args).await;
     let kube = kube::Client::try_from(config.clone()).expect("a client");
     set_up(&kube, args.kueue).await;
     let (proxy, through) = Proxy::in_front_of(&config).await;
@@ -150,8 +147,57 @@ async fn run(args: Args) -> report::Report {
     futures::future::join_all(stops).await;
     let _ = std::fs::remove_dir_all(&command.dir);
     observer.stop().await;
+    sweep_probes(&kube, &backend, &args, &log).await;
     let left = observer::left(&kube).await;
     report::Report::of(&log, &args, started.elapsed(), warm, left)
+}
+
+/// The probes a killed command left (the driver kills a command past its call's
+/// limit, mid-probe too): a Factory now is the next probe, and must delete those past
+/// their expiry, which is a violation otherwise; those not yet past it may belong to a
+/// probe still running as far as any adapter can tell, and the harness stops them.
+async fn sweep_probes(
+    kube: &kube::Client,
+    backend: &KubeflowBackend,
+    args: &Args,
+    log: &report::Log,
+) {
+    let left = observer::probes(kube).await;
+    if left.is_empty() {
+        return;
+    }
+    let cluster = Cluster::from_kube_config(kube_config(args).await, Duration::from_secs(30))
+        .expect("a client");
+    let probing =
+        KubeflowBackend::with_cluster(settings(args.kueue), cluster, &supervisor::cx()).await;
+    if let Err(e) = probing {
+        log.violation(format!("the final Factory, which sweeps abandoned probes, failed: {e}"));
+    }
+    let past = left.iter().filter(|(_, expired)| **expired).count();
+    log.note(format!(
+        "probes left by killed commands: {past} past their expiry (the final Factory deletes them), {} not yet (the harness stops them)",
+        left.len() - past
+    ));
+    let swept = observer::until_gone(kube, left.iter().filter(|(_, e)| **e).map(|(j, _)| j)).await;
+    for job in swept {
+        log.violation(format!(
+            "the probe {job}, past its expiry, was not deleted by the next probe"
+        ));
+    }
+    for job in left.keys() {
+        let job = dispatch_core::JobId::parse(job).expect("a probe's job id");
+        if let Err(e) = dispatch_core::Backend::stop_job(backend, &supervisor::cx(), &job).await {
+            log.violation(format!("StopJob of the probe {job}: {e}"));
+        }
+    }
+}
+
+/// The client configuration of the run's kubeconfig.
+async fn kube_config(args: &Args) -> kube::Config {
+    let kubeconfig = kube::config::Kubeconfig::read_from(&args.kubeconfig).expect("the kubeconfig");
+    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .expect("a client configuration")
 }
 
 /// The command, with the run's settings, on a kubeconfig that reaches the apiserver

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dispatch_kf_model::keys;
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 
 use crate::report::Log;
 use crate::{NS, resource};
@@ -292,6 +292,56 @@ async fn overlap_evidence(jobs: &Api<DynamicObject>, pods: &[&Pod]) -> String {
         });
     }
     parts.join("; ")
+}
+
+/// The preflight probes whose TrainJob or runtime copy the namespace holds, by job id,
+/// each with whether its expiry and the clock allowance have passed (read here from
+/// the objects, not through the adapter).
+pub(crate) async fn probes(kube: &kube::Client) -> BTreeMap<String, bool> {
+    let now = jiff::Timestamp::now();
+    let allowance = jiff::SignedDuration::try_from(dispatch_kf_model::probe::CLOCK_ALLOWANCE)
+        .expect("a short allowance");
+    let selector = format!("{}={}", keys::LABEL_PURPOSE, keys::PURPOSE_PROBE);
+    let mut probes = BTreeMap::new();
+    for kind in probe_kinds() {
+        let api = Api::<DynamicObject>::namespaced_with(kube.clone(), NS, &kind);
+        let list = api.list(&ListParams::default().labels(&selector)).await.expect("a list");
+        for object in list.items {
+            let meta = &object.metadata;
+            let Some(job) = meta.labels.as_ref().and_then(|l| l.get(keys::LABEL_JOB_ID)) else {
+                continue;
+            };
+            let expires = meta.annotations.as_ref().and_then(|a| a.get(keys::ANN_PROBE_EXPIRES));
+            let expires = expires.and_then(|e| e.parse::<jiff::Timestamp>().ok());
+            let expired = expires.is_some_and(|e| e + allowance < now);
+            *probes.entry(job.clone()).or_insert(expired) &= expired;
+        }
+    }
+    probes
+}
+
+/// The kinds a probe marks: its TrainJob and its runtime copy.
+fn probe_kinds() -> [ApiResource; 2] {
+    [
+        resource(keys::TRAINER_GROUP, "v1alpha1", "TrainJob", "trainjobs"),
+        resource(keys::TRAINER_GROUP, "v1alpha1", "TrainingRuntime", "trainingruntimes"),
+    ]
+}
+
+/// Waits up to a minute until no TrainJob or runtime copy of the probes `jobs` is left;
+/// returns those that still have one.
+pub(crate) async fn until_gone<'a>(
+    kube: &kube::Client,
+    jobs: impl Iterator<Item = &'a String>,
+) -> Vec<String> {
+    let mut waiting: Vec<String> = jobs.cloned().collect();
+    let until = Instant::now() + Duration::from_secs(60);
+    while !waiting.is_empty() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let left = probes(kube).await;
+        waiting.retain(|job| left.contains_key(job));
+    }
+    waiting
 }
 
 /// What is left of the run's jobs: every TrainJob, JobSet, batch Job, pod, Workload and
