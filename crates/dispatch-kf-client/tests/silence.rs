@@ -87,3 +87,37 @@ async fn a_silent_watch_connection_is_replaced_within_a_minute_by_default() {
     let replaced = cluster.watch_silence() + first_backoff;
     assert!(replaced < Duration::from_secs(60), "{replaced:?}");
 }
+
+/// A watch whose connection is cut (closed both ways mid-stream, as a load balancer's
+/// restart leaves it) resumes from the last version it saw and sees the change made
+/// meanwhile; a read through connections slowed below the request timeout answers.
+#[tokio::test]
+async fn a_watch_whose_connection_is_cut_resumes_and_a_slowed_read_still_answers() {
+    let sim = Sim::start(SimOptions::default()).await.unwrap();
+    let proxy = Proxy::to(&sim).await;
+    let cluster = cluster_through(&sim, &proxy, Duration::from_secs(30)).await;
+    let cms = cluster.objects(CONFIG_MAP, NS);
+    cms.create(&CallContext::background(), &config_map("before")).await.unwrap();
+    let mut watch = cms.watch("");
+    let first = tokio::time::timeout(NO_HANG, watch.next()).await.unwrap().unwrap().unwrap();
+    assert_eq!(names(first), ["before"]);
+
+    let made = proxy.connections_made();
+    proxy.cut();
+    sim.apply(config_map("meanwhile")).unwrap();
+    let next = tokio::time::timeout(NO_HANG, watch.next())
+        .await
+        .expect("the cut connection is replaced")
+        .expect("the watch goes on")
+        .expect("one cut connection is not an error");
+    assert!(names(next).contains(&"meanwhile".to_owned()), "the change made meanwhile arrives");
+    assert!(proxy.connections_made() > made, "the watch came back on a new connection");
+
+    proxy.slow(Duration::from_millis(300));
+    let began = std::time::Instant::now();
+    let read = cms.get_opt(&CallContext::background(), "meanwhile").await.unwrap();
+    assert!(read.is_some(), "a slowed read answers");
+    // A bound below, not a measure: the request and its answer each waited.
+    assert!(began.elapsed() >= Duration::from_millis(600), "{:?}", began.elapsed());
+    proxy.slow(Duration::ZERO);
+}

@@ -1,20 +1,24 @@
 //! A TCP proxy to the sim whose connections can be made silent: kept open, passing
 //! nothing either way, as a half-open connection or a stuck load balancer leaves them,
 //! until it is thawed, when what was held back passes on (a connection that stalled, not
-//! one that lost data).
+//! one that lost data). They can also be cut (closed both ways at once, whatever they
+//! were carrying, as a load balancer's restart leaves them), or slowed (each piece held
+//! back a while before it passes, as a congested network does).
 //!
 //! In front of an HTTPS apiserver (a real one, or a sim serving TLS) it ends TLS for its
 //! clients: they speak plain HTTP to it, and it speaks TLS onward as the kubeconfig's
 //! user (its client certificate; a token passes in the clear request). So it can tell a
 //! connection by its request whatever the cluster.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
 
 use dispatch_kf_sim::Sim;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
+use tokio::task::AbortHandle;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls::pki_types::ServerName;
 
@@ -74,8 +78,10 @@ fn both_ways(
     connection: Arc<Connection>,
     shared: Arc<Shared>,
 ) {
-    tokio::spawn(pipe(client_read, server_write, connection.clone(), shared.clone(), true));
-    tokio::spawn(pipe(server_read, client_write, connection, shared, false));
+    let toward =
+        tokio::spawn(pipe(client_read, server_write, connection.clone(), shared.clone(), true));
+    let back = tokio::spawn(pipe(server_read, client_write, connection.clone(), shared, false));
+    lock(&connection.pipes).extend([toward.abort_handle(), back.abort_handle()]);
 }
 
 #[derive(Default)]
@@ -89,6 +95,8 @@ struct Shared {
     needles: Mutex<Option<Vec<Vec<u8>>>>,
     /// Woken by [`Proxy::thaw`].
     thawed: Notify,
+    /// How long each piece waits before it passes, in milliseconds ([`Proxy::slow`]).
+    delay_ms: AtomicU64,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -101,6 +109,8 @@ struct Connection {
     silent: AtomicBool,
     /// The start of what it carried toward the sim.
     carried: Mutex<Vec<u8>>,
+    /// The two tasks that pipe it, one each way: aborted, they drop both sockets.
+    pipes: Mutex<Vec<AbortHandle>>,
 }
 
 impl Connection {
@@ -228,6 +238,24 @@ impl Proxy {
         *lock(&self.shared.needles) = Some(needles);
     }
 
+    /// Every connection open now is closed, both ways at once, whatever it was
+    /// carrying: a request in flight gets no answer, or half of one. Connections made
+    /// later pass as before.
+    pub fn cut(&self) {
+        for connection in self.shared.live() {
+            for pipe in lock(&connection.pipes).drain(..) {
+                pipe.abort();
+            }
+        }
+    }
+
+    /// From now on every piece each connection carries, either way, waits `delay`
+    /// before it passes; [`Duration::ZERO`] passes them at once again.
+    pub fn slow(&self, delay: Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.shared.delay_ms.store(ms, Ordering::SeqCst);
+    }
+
     /// Every silent connection passes again, what it held back first.
     pub fn thaw(&self) {
         *lock(&self.shared.needles) = None;
@@ -272,6 +300,10 @@ async fn pipe(
             shared.carried(&connection, &buf[..n]);
         }
         shared.until_heard(&connection).await;
+        let delay = shared.delay_ms.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
         if to.write_all(&buf[..n]).await.is_err() {
             return;
         }

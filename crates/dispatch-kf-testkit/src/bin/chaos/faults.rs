@@ -1,12 +1,14 @@
 //! The faults, one after another with a pause of one to four seconds, each drawn from
 //! the seed and logged: a process of the control plane killed and started again, or
-//! frozen and thawed (through `xtask cluster`); the adapter's connections stalled (the
-//! proxy); a rank out of memory or exiting 3 (its status written as its kubelet would);
-//! a pod or a JobSet deleted by hand; a node lost (kwok lets go of it), then taken out of
-//! service, deleted and added again under a new name.
+//! frozen and thawed (through `xtask cluster`); the adapter's connections stalled, cut
+//! or slowed (the proxy); a rank out of memory or exiting 3 (its status written as its
+//! kubelet would); a pod or a JobSet deleted by hand; a node lost (kwok lets go of it),
+//! then taken out of service, deleted and added again under a new name; a rank
+//! preempted by the scheduler for a pod of higher priority; a TrainJob applied by hand,
+//! as another user of the namespace makes one, and deleted later.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use dispatch_kf_testkit::Proxy;
@@ -44,6 +46,15 @@ const PROCESSES: [&str; 6] = [
 const KUEUE_PROCESSES: [&str; 3] = ["kueue", "dispatch-kf-gate", "dispatch-kf-gate-2"];
 /// kwok's label on the nodes it plays.
 const KWOK_MANAGED: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
+/// The PriorityClass of the pods that make the scheduler preempt (`main.rs` makes it).
+pub(crate) const HIGH_PRIORITY: &str = "dispatch-chaos-high";
+/// The label of what the harness makes by hand: preemptors and TrainJobs of another user.
+pub(crate) const BY_HAND: (&str, &str) = ("dispatch-chaos/by-hand", "true");
+/// The extended resource of a GPU, and how many each node of the run has.
+const GPU: &str = "nvidia.com/gpu";
+const NODE_GPUS: u32 = 8;
+/// How long a preemptor pod or a TrainJob made by hand lives.
+const BY_HAND_LIFE: Duration = Duration::from_secs(20);
 
 pub(crate) struct Faults {
     xtask: String,
@@ -54,6 +65,10 @@ pub(crate) struct Faults {
     rng: fastrand::Rng,
     /// A node loss is being played out.
     losing: Arc<AtomicBool>,
+    /// How many objects made by hand are still to be deleted.
+    by_hand: Arc<AtomicUsize>,
+    /// How many objects were made by hand so far (their names' numbers).
+    made: u32,
 }
 
 impl Faults {
@@ -70,6 +85,8 @@ impl Faults {
             log,
             rng: fastrand::Rng::with_seed(args.seed),
             losing: Arc::default(),
+            by_hand: Arc::default(),
+            made: 0,
         }
     }
 
@@ -80,17 +97,21 @@ impl Faults {
         while Instant::now() < until {
             let running = observer.running();
             match self.rng.u32(0..100) {
-                0..35 => self.process().await,
-                35..45 => self.stall_connections().await,
-                45..57 => self.end_rank(&running, 137, "OOMKilled", "out-of-memory").await,
-                57..69 => self.end_rank(&running, 3, "Error", "exit-3").await,
-                69..79 => self.delete_pod(&running).await,
-                79..90 => self.delete_job_set().await,
-                _ => self.lose_node(&running),
+                0..33 => self.process().await,
+                33..37 => self.stall_connections().await,
+                37..40 => self.cut_connections(),
+                40..43 => self.slow_connections().await,
+                43..54 => self.end_rank(&running, 137, "OOMKilled", "out-of-memory").await,
+                54..65 => self.end_rank(&running, 3, "Error", "exit-3").await,
+                65..73 => self.delete_pod(&running).await,
+                73..82 => self.delete_job_set().await,
+                82..90 => self.lose_node(&running),
+                90..95 => self.preempt(&running).await,
+                _ => self.train_job_by_hand().await,
             }
             tokio::time::sleep(Duration::from_millis(self.rng.u64(1000..4000))).await;
         }
-        while self.losing.load(Ordering::SeqCst) {
+        while self.losing.load(Ordering::SeqCst) || self.by_hand.load(Ordering::SeqCst) > 0 {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }
@@ -137,6 +158,26 @@ impl Faults {
         self.proxy.freeze();
         tokio::time::sleep(stall).await;
         self.proxy.thaw();
+    }
+
+    /// Every connection of the adapter cut, both ways, whatever it carried.
+    fn cut_connections(&mut self) {
+        self.log.fault("cut the adapter's connections", "every open one");
+        self.proxy.cut();
+    }
+
+    /// Every piece the adapter's connections carry waits 100 ms to 2 s, for one to ten
+    /// seconds.
+    async fn slow_connections(&mut self) {
+        let delay = Duration::from_millis(self.rng.u64(100..2000));
+        let lasting = Duration::from_millis(self.rng.u64(1000..10_000));
+        self.log.fault(
+            "slow the adapter's connections",
+            &format!("{delay:.1?} a piece for {lasting:.1?}"),
+        );
+        self.proxy.slow(delay);
+        tokio::time::sleep(lasting).await;
+        self.proxy.slow(Duration::ZERO);
     }
 
     fn pick<'a>(&mut self, running: &'a [Pod]) -> Option<&'a Pod> {
@@ -206,6 +247,89 @@ impl Faults {
                 log.violation(format!("node {node} could not be lost and added again: {e}"));
             }
             losing.store(false, Ordering::SeqCst);
+        });
+    }
+
+    /// A pod of higher priority that needs every GPU of a running rank's node: the
+    /// scheduler preempts the ranks there. It goes [`BY_HAND_LIFE`] later.
+    async fn preempt(&mut self, running: &[Pod]) {
+        let Some(pod) = self.pick(running) else { return };
+        if pod.node.is_empty() {
+            return;
+        }
+        let node = pod.node.clone();
+        self.made += 1;
+        let name = format!("chaos-preemptor-{}", self.made);
+        self.log.fault("scheduler preemption", &format!("pod {name} on node {node}"));
+        for pod in running.iter().filter(|p| p.node == node) {
+            self.log.injected(&pod.job, pod.submission.parse().unwrap_or(0), "preempted");
+        }
+        let gpus = NODE_GPUS.to_string();
+        let preemptor = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "labels": {BY_HAND.0: BY_HAND.1}},
+            "spec": {
+                "priorityClassName": HIGH_PRIORITY, "restartPolicy": "Never",
+                "nodeSelector": {"kubernetes.io/hostname": node},
+                "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "600"],
+                                "resources": {"requests": {GPU: &gpus}, "limits": {GPU: &gpus}}}]
+            }
+        });
+        let pods = self.api("", "v1", "Pod", "pods");
+        self.made_by_hand(pods, &name, preemptor).await;
+    }
+
+    /// A TrainJob another user of the namespace applies: one rank, no GPU, on the
+    /// cluster's `torch-distributed`, deleted [`BY_HAND_LIFE`] later. The adapter must
+    /// tell it from its own and leave it be.
+    async fn train_job_by_hand(&mut self) {
+        self.made += 1;
+        let name = format!("chaos-by-hand-{}", self.made);
+        self.log.fault("TrainJob applied by hand", &format!("TrainJob {name}"));
+        let train_job = json!({
+            "apiVersion": dispatch_kf_model::keys::TRAINER_API_VERSION, "kind": "TrainJob",
+            "metadata": {"name": name, "namespace": NS, "labels": {BY_HAND.0: BY_HAND.1}},
+            "spec": {"runtimeRef": {"apiGroup": dispatch_kf_model::keys::TRAINER_GROUP,
+                                    "kind": "ClusterTrainingRuntime", "name": "torch-distributed"},
+                     "trainer": {"numNodes": 1, "command": ["sleep", "600"]}},
+        });
+        let train_jobs =
+            self.api(dispatch_kf_model::keys::TRAINER_GROUP, "v1alpha1", "TrainJob", "trainjobs");
+        self.made_by_hand(train_jobs, &name, train_job).await;
+    }
+
+    /// Creates `object` as `name` through `api`, deletes it [`BY_HAND_LIFE`] later (in
+    /// the foreground: what it owns goes first), and counts it until it is gone.
+    async fn made_by_hand(&self, api: Api<DynamicObject>, name: &str, object: serde_json::Value) {
+        let object: DynamicObject = serde_json::from_value(object).expect("an object");
+        if let Err(e) = api.create(&Default::default(), &object).await {
+            self.log.note(format!("{name} could not be made: {e}"));
+            return;
+        }
+        self.by_hand.fetch_add(1, Ordering::SeqCst);
+        let (by_hand, log, name) = (self.by_hand.clone(), self.log.clone(), name.to_owned());
+        tokio::spawn(async move {
+            tokio::time::sleep(BY_HAND_LIFE).await;
+            let gone = retried!(async {
+                match api.delete(&name, &DeleteParams::foreground().grace_period(0)).await {
+                    Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+                    other => other.map(drop),
+                }
+            });
+            let gone = match gone {
+                Ok(()) => retried!(async {
+                    match api.get_opt(&name).await {
+                        Ok(Some(_)) => Err("still there".to_owned()),
+                        Ok(None) => Ok(()),
+                        Err(e) => Err(e.to_string()),
+                    }
+                }),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = gone {
+                log.violation(format!("{name}, made by hand, could not be deleted: {e}"));
+            }
+            by_hand.fetch_sub(1, Ordering::SeqCst);
         });
     }
 

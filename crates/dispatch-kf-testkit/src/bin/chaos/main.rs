@@ -213,7 +213,8 @@ fn command(args: &Args, through: &kube::Config) -> Arc<driver::Command> {
     Arc::new(driver::Command::new(std::path::Path::new(&args.cli), &dir, &settings, &kubeconfig))
 }
 
-/// The namespace, and in Kueue mode its LocalQueue on the shared ClusterQueue.
+/// The namespace, the PriorityClass the scheduler's preemptors run at, and in Kueue
+/// mode the LocalQueue on the shared ClusterQueue.
 async fn set_up(kube: &kube::Client, kueue: bool) {
     let apply = PatchParams::apply(MANAGER).force();
     let namespaces = Api::<DynamicObject>::all_with(
@@ -222,6 +223,16 @@ async fn set_up(kube: &kube::Client, kueue: bool) {
     );
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}});
     namespaces.patch(NS, &apply, &Patch::Apply(&ns)).await.expect("the namespace");
+    let class = json!({
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": faults::HIGH_PRIORITY}, "value": 1_000_000
+    });
+    let classes = Api::<DynamicObject>::all_with(
+        kube.clone(),
+        &resource("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses"),
+    );
+    let high = classes.patch(faults::HIGH_PRIORITY, &apply, &Patch::Apply(&class)).await;
+    high.expect("the PriorityClass of the preemptors");
     if kueue {
         let queue = json!({
             "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",

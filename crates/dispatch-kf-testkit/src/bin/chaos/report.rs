@@ -204,6 +204,7 @@ fn explained_by(injected: &[&str], reported: CauseKind) -> bool {
         "out-of-memory" => reported == CauseKind::OutOfMemory,
         "exit-3" => reported == CauseKind::NonZeroExit,
         "node-lost" => reported == CauseKind::NodeLost,
+        "preempted" => reported == CauseKind::Preempted,
         _ => true,
     }) || injected.is_empty()
 }
@@ -314,5 +315,7 @@ mod tests {
         assert!(!explained_by(&["exit-3"], CauseKind::Unknown));
         assert!(explained_by(&["exit-3", "pod-deleted"], CauseKind::Unknown));
         assert!(explained_by(&[], CauseKind::Unknown));
+        assert!(explained_by(&["preempted"], CauseKind::Preempted));
+        assert!(!explained_by(&["preempted"], CauseKind::NonZeroExit));
     }
 }
