@@ -5,7 +5,9 @@
 //! kubelet would); a pod or a JobSet deleted by hand; a node lost (kwok lets go of it),
 //! then taken out of service, deleted and added again under a new name; a rank
 //! preempted by the scheduler for a pod of higher priority; a TrainJob applied by hand,
-//! as another user of the namespace makes one, and deleted later.
+//! as another user of the namespace makes one, and deleted later; in Kueue mode also
+//! Kueue preempting for a Workload of higher priority, and the ClusterQueue's GPU
+//! quota halved for a while.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -58,6 +60,7 @@ const BY_HAND_LIFE: Duration = Duration::from_secs(20);
 
 pub(crate) struct Faults {
     xtask: String,
+    kueue: bool,
     processes: Vec<&'static str>,
     kube: kube::Client,
     proxy: Arc<Proxy>,
@@ -69,6 +72,8 @@ pub(crate) struct Faults {
     by_hand: Arc<AtomicUsize>,
     /// How many objects were made by hand so far (their names' numbers).
     made: u32,
+    /// The ClusterQueue's quota is halved, and not yet set back.
+    editing: Arc<AtomicBool>,
 }
 
 impl Faults {
@@ -79,6 +84,7 @@ impl Faults {
         }
         Faults {
             xtask: args.xtask.clone(),
+            kueue: args.kueue,
             processes,
             kube,
             proxy,
@@ -87,6 +93,7 @@ impl Faults {
             losing: Arc::default(),
             by_hand: Arc::default(),
             made: 0,
+            editing: Arc::default(),
         }
     }
 
@@ -106,7 +113,9 @@ impl Faults {
                 65..73 => self.delete_pod(&running).await,
                 73..82 => self.delete_job_set().await,
                 82..90 => self.lose_node(&running),
+                90..95 if self.kueue && self.rng.bool() => self.kueue_preempt().await,
                 90..95 => self.preempt(&running).await,
+                _ if self.kueue && self.rng.bool() => self.halve_quota().await,
                 _ => self.train_job_by_hand().await,
             }
             tokio::time::sleep(Duration::from_millis(self.rng.u64(1000..4000))).await;
@@ -298,6 +307,95 @@ impl Faults {
         self.made_by_hand(train_jobs, &name, train_job).await;
     }
 
+    /// A Workload of higher priority in the run's LocalQueue, needing 32 GPUs of the
+    /// ClusterQueue's 64 (the load holds up to 40): Kueue preempts admitted Workloads
+    /// of the run for it. Those it preempts are found by their `Preempted` condition in
+    /// the next ten seconds, and each one's submission (its TrainJob's name) noted. The
+    /// Workload has no pods; it goes [`BY_HAND_LIFE`] later.
+    async fn kueue_preempt(&mut self) {
+        self.made += 1;
+        let name = format!("chaos-kueue-preemptor-{}", self.made);
+        self.log.fault("Kueue preemption", &format!("Workload {name}"));
+        let workloads = self.api("kueue.x-k8s.io", "v1beta2", "Workload", "workloads");
+        let before = preempted(&workloads).await;
+        let preemptor = json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": name, "namespace": NS, "labels": {BY_HAND.0: BY_HAND.1}},
+            "spec": {"queueName": NS, "priority": 1_000_000, "podSets": [{
+                "name": "main", "count": 4,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{
+                    "name": "c", "image": "busybox:1.36",
+                    "resources": {"requests": {GPU: NODE_GPUS.to_string()}}
+                }]}}
+            }]}
+        });
+        self.made_by_hand(workloads.clone(), &name, preemptor).await;
+        let until = Instant::now() + Duration::from_secs(10);
+        let mut noted = before.clone();
+        while Instant::now() < until {
+            for (job, submission) in preempted(&workloads).await {
+                if noted.insert((job.clone(), submission)) {
+                    self.log.injected(&job, submission, "preempted");
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let victims: Vec<String> =
+            noted.difference(&before).map(|(job, n)| format!("{job} submission {n}")).collect();
+        self.log.note(format!("{name} preempted {}: {victims:?}", victims.len()));
+    }
+
+    /// The ClusterQueue's GPU quota halved for [`BY_HAND_LIFE`], then set back: Kueue
+    /// admits nothing more meanwhile, and evicts nothing it admitted. One at a time.
+    async fn halve_quota(&mut self) {
+        if self.editing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let queues = Api::<DynamicObject>::all_with(
+            self.kube.clone(),
+            &resource("kueue.x-k8s.io", "v1beta2", "ClusterQueue", "clusterqueues"),
+        );
+        let Ok(queue) = queues.get(CLUSTER_QUEUE).await else {
+            self.editing.store(false, Ordering::SeqCst);
+            return;
+        };
+        let groups = queue.data["spec"]["resourceGroups"].clone();
+        let mut halved = groups.clone();
+        for quota in gpu_quotas(&mut halved) {
+            let gpus = quota.as_str().and_then(|q| q.parse::<u32>().ok()).unwrap_or(0);
+            *quota = json!((gpus / 2).to_string());
+        }
+        self.log.fault(
+            "ClusterQueue edited",
+            &format!("{CLUSTER_QUEUE}'s GPU quota halved for {BY_HAND_LIFE:?}"),
+        );
+        let edit = |groups: &serde_json::Value| json!({"spec": {"resourceGroups": groups}});
+        if let Err(e) = queues
+            .patch(CLUSTER_QUEUE, &PatchParams::default(), &Patch::Merge(&edit(&halved)))
+            .await
+        {
+            self.log.note(format!("the ClusterQueue could not be edited: {e}"));
+            self.editing.store(false, Ordering::SeqCst);
+            return;
+        }
+        self.by_hand.fetch_add(1, Ordering::SeqCst);
+        let (by_hand, log, editing) =
+            (self.by_hand.clone(), self.log.clone(), self.editing.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(BY_HAND_LIFE).await;
+            let back = retried!(queues.patch(
+                CLUSTER_QUEUE,
+                &PatchParams::default(),
+                &Patch::Merge(&edit(&groups))
+            ));
+            if let Err(e) = back {
+                log.violation(format!("the ClusterQueue's quota could not be set back: {e}"));
+            }
+            editing.store(false, Ordering::SeqCst);
+            by_hand.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+
     /// Creates `object` as `name` through `api`, deletes it [`BY_HAND_LIFE`] later (in
     /// the foreground: what it owns goes first), and counts it until it is gone.
     async fn made_by_hand(&self, api: Api<DynamicObject>, name: &str, object: serde_json::Value) {
@@ -336,6 +434,43 @@ impl Faults {
     fn api(&self, group: &str, version: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
         Api::namespaced_with(self.kube.clone(), NS, &resource(group, version, kind, plural))
     }
+}
+
+/// The ClusterQueue the run's LocalQueue admits through (`kueue-setup.json`).
+const CLUSTER_QUEUE: &str = "gpu";
+
+/// The GPU `nominalQuota` fields of a ClusterQueue's `spec.resourceGroups`.
+fn gpu_quotas(groups: &mut serde_json::Value) -> Vec<&mut serde_json::Value> {
+    let mut quotas = Vec::new();
+    for group in groups.as_array_mut().into_iter().flatten() {
+        for flavor in group["flavors"].as_array_mut().into_iter().flatten() {
+            for resource in flavor["resources"].as_array_mut().into_iter().flatten() {
+                if resource["name"] == GPU {
+                    quotas.push(&mut resource["nominalQuota"]);
+                }
+            }
+        }
+    }
+    quotas
+}
+
+/// The submissions (job, submission) whose Workload Kueue has preempted: a `Preempted`
+/// condition that is true, the submission read from its TrainJob owner's name.
+async fn preempted(workloads: &Api<DynamicObject>) -> std::collections::BTreeSet<(String, u32)> {
+    let Ok(list) = workloads.list(&ListParams::default()).await else { return Default::default() };
+    list.items
+        .iter()
+        .filter(|w| {
+            let conditions = w.data["status"]["conditions"].as_array().cloned().unwrap_or_default();
+            conditions.iter().any(|c| c["type"] == "Preempted" && c["status"] == "True")
+        })
+        .filter_map(|w| {
+            let owners = w.metadata.owner_references.as_ref()?;
+            let owner = owners.iter().find(|o| o.kind == "TrainJob")?;
+            let (job, submission) = dispatch_kf_model::names::parse(&owner.name)?;
+            Some((job.to_string(), submission))
+        })
+        .collect()
 }
 
 /// The node stops reporting (kwok's label taken off), is tainted out of service after
