@@ -113,9 +113,9 @@ impl Observer {
                     let now: Vec<Pod> = list.items.iter().filter_map(Pod::of).collect();
                     for job in checks.sample(&now, &log) {
                         let of_job: Vec<&Pod> = now.iter().filter(|p| p.job == job).collect();
-                        let evidence = overlap_evidence(&jobs, &of_job).await;
+                        let evidence = violation_evidence(&jobs, &of_job).await;
                         log.note(format!(
-                            "job {job}'s overlap: {evidence}; what its supervisor did last:{}",
+                            "job {job}'s violation: {evidence}; what its supervisor did last:{}",
                             log.trace_of(&job)
                         ));
                     }
@@ -163,7 +163,8 @@ impl Checks {
         new
     }
 
-    /// Checks one sample; returns the jobs newly seen running two executions at once.
+    /// Checks one sample; returns the jobs newly seen running two executions at once, or
+    /// a pod of an execution said ended.
     fn sample(&mut self, pods: &[Pod], log: &Log) -> Vec<String> {
         let mut overlapping = Vec::new();
         let mut by_job: BTreeMap<&str, BTreeSet<(&str, &Execution)>> = BTreeMap::new();
@@ -217,7 +218,9 @@ impl Checks {
                     pod.created,
                     ended.at
                 );
-                self.say(log, pod.name.clone(), text);
+                if self.say(log, pod.name.clone(), text) {
+                    overlapping.push(pod.job.clone());
+                }
             }
         }
         overlapping
@@ -258,11 +261,11 @@ impl Checks {
     }
 }
 
-/// Who made the pods of an overlap: each pod's creation, whether it is being deleted,
+/// Who made the pods of a violation: each pod's creation, whether it is being deleted,
 /// and its Job, with the Job's creation and controller UID (against the pods' JobSet
 /// UID) or that the Job is gone; so a report tells a JobSet or Job made again by a
 /// controller from one the adapter left.
-async fn overlap_evidence(jobs: &Api<DynamicObject>, pods: &[&Pod]) -> String {
+async fn violation_evidence(jobs: &Api<DynamicObject>, pods: &[&Pod]) -> String {
     let mut parts = Vec::new();
     let mut owners = BTreeSet::new();
     for pod in pods {
@@ -282,16 +285,35 @@ async fn overlap_evidence(jobs: &Api<DynamicObject>, pods: &[&Pod]) -> String {
     for owner in owners.into_iter().filter(|o| !o.is_empty()) {
         parts.push(match jobs.get_opt(&owner).await {
             Ok(Some(job)) => format!(
-                "Job {owner} made {:?}, deleting {}, controller {:?}",
+                "Job {owner} made {:?}, deleting {}, controller {:?}, suspend {}, status {}",
                 job.metadata.creation_timestamp.map(|t| t.0),
                 job.metadata.deletion_timestamp.is_some(),
-                job.metadata.owner_references.iter().flatten().map(|o| &o.uid).collect::<Vec<_>>()
+                job.metadata.owner_references.iter().flatten().map(|o| &o.uid).collect::<Vec<_>>(),
+                job.data["spec"]["suspend"],
+                job_status(&job.data["status"]),
             ),
             Ok(None) => format!("Job {owner} is gone"),
             Err(e) => format!("Job {owner}: {e}"),
         });
     }
     parts.join("; ")
+}
+
+/// A Job's counts and conditions, as `active/failed/terminating [Type=Status Reason ...]`.
+fn job_status(status: &serde_json::Value) -> String {
+    let count = |key: &str| status[key].as_i64().unwrap_or(0);
+    let conditions: Vec<String> = status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| format!("{}={} {}", c["type"], c["status"], c["reason"]))
+        .collect();
+    format!(
+        "active {} failed {} terminating {} {conditions:?}",
+        count("active"),
+        count("failed"),
+        count("terminating")
+    )
 }
 
 /// The preflight probes whose TrainJob or runtime copy the namespace holds, by job id,

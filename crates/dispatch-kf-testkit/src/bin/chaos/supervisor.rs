@@ -170,19 +170,16 @@ impl Supervisor {
                 let seen = self.seen.lock().expect("not poisoned");
                 (seen.last.get(&object.uid).cloned(), seen.first_ended.get(&object.uid).cloned())
             };
-            if let Some(obs) = ended {
-                let (admission, restart_attempt) =
-                    obs.execution.map_or((0, 0), |e| (e.admission, e.restart_attempt));
-                let ended = Ended {
-                    job: self.job.as_str().to_owned(),
-                    submission: submission.to_string(),
-                    admission,
-                    restart_attempt,
-                    at: jiff::Timestamp::now(),
-                };
-                let said = format!("ended: A={admission} J={restart_attempt} {}", obs.cause.kind);
-                self.log.trace(self.job.as_str(), &said);
-                self.log.ended(ended, submission, obs.cause.kind, &obs.cause.detail);
+            // Kueue's preemption interrupts an execution rather than ending it: the gate
+            // turns its readmission away until a Release. The supervisor takes it as
+            // the end of the submission, as it takes an Ended, and submits anew.
+            let interrupted = last.clone().filter(|o| {
+                o.cause.kind == CauseKind::Preempted
+                    && o.state != ObjectState::Running
+                    && o.execution.is_some()
+            });
+            if let Some(obs) = ended.or(interrupted) {
+                self.table_end(submission, &obs);
                 // A lost node may still run the ranks: ask whether they have ceased
                 // (yes only once every node of the execution is gone or out of service,
                 // so a healthy peer's node keeps it no); StopJob then waits until the
@@ -214,6 +211,27 @@ impl Supervisor {
                 _ => {}
             }
         }
+    }
+
+    /// Tables how the execution of `submission` that `obs` shows ended (or was
+    /// interrupted), for the cause check and the check that it stays ended.
+    fn table_end(&self, submission: u32, obs: &ObjectObs) {
+        let (admission, restart_attempt) =
+            obs.execution.map_or((0, 0), |e| (e.admission, e.restart_attempt));
+        let ended = Ended {
+            job: self.job.as_str().to_owned(),
+            submission: submission.to_string(),
+            admission,
+            restart_attempt,
+            at: jiff::Timestamp::now(),
+        };
+        let said = format!(
+            "{}: A={admission} J={restart_attempt} {}",
+            if obs.state == ObjectState::Ended { "ended" } else { "interrupted" },
+            obs.cause.kind
+        );
+        self.log.trace(self.job.as_str(), &said);
+        self.log.ended(ended, submission, obs.cause.kind, &obs.cause.detail);
     }
 
     /// Hold `instance`, wait until held with no pods, Release it (again while pods
