@@ -164,6 +164,7 @@ async fn sweep_probes(
 ) {
     let left = observer::probes(kube).await;
     if left.is_empty() {
+        log.note("probes left by killed commands: none".to_owned());
         return;
     }
     let cluster = Cluster::from_kube_config(kube_config(args).await, Duration::from_secs(30))
