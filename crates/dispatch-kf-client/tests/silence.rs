@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::CONFIG_MAP;
 use dispatch_core::CallContext;
-use dispatch_kf_client::{Change, Cluster, ClusterConfig, WATCH_TIMEOUT};
+use dispatch_kf_client::{Change, Changes, Cluster, ClusterConfig, WATCH_TIMEOUT};
 use dispatch_kf_sim::{Sim, SimOptions};
 use dispatch_kf_testkit::Proxy;
 use futures::StreamExt;
@@ -49,16 +49,24 @@ fn names(change: Change) -> Vec<String> {
     }
 }
 
-#[tokio::test]
-async fn a_watch_whose_connection_goes_silent_resumes_and_sees_the_change_made_meanwhile() {
+/// A sim behind a proxy holding the ConfigMap `before`, the sim's admin through the
+/// proxy (watches asked to stay open `watch_timeout`), and a watch of ConfigMaps that
+/// has listed `before`.
+async fn watching_before(watch_timeout: Duration) -> (Sim, Proxy, Cluster, Changes) {
     let sim = Sim::start(SimOptions::default()).await.unwrap();
     let proxy = Proxy::to(&sim).await;
-    let cluster = cluster_through(&sim, &proxy, Duration::from_secs(1)).await;
+    let cluster = cluster_through(&sim, &proxy, watch_timeout).await;
     let cms = cluster.objects(CONFIG_MAP, NS);
     cms.create(&CallContext::background(), &config_map("before")).await.unwrap();
     let mut watch = cms.watch("");
     let first = tokio::time::timeout(NO_HANG, watch.next()).await.unwrap().unwrap().unwrap();
     assert_eq!(names(first), ["before"]);
+    (sim, proxy, cluster, watch)
+}
+
+#[tokio::test]
+async fn a_watch_whose_connection_goes_silent_resumes_and_sees_the_change_made_meanwhile() {
+    let (sim, proxy, _, mut watch) = watching_before(Duration::from_secs(1)).await;
 
     proxy.freeze();
     sim.apply(config_map("meanwhile")).unwrap();
@@ -93,14 +101,8 @@ async fn a_silent_watch_connection_is_replaced_within_a_minute_by_default() {
 /// meanwhile; a read through connections slowed below the request timeout answers.
 #[tokio::test]
 async fn a_watch_whose_connection_is_cut_resumes_and_a_slowed_read_still_answers() {
-    let sim = Sim::start(SimOptions::default()).await.unwrap();
-    let proxy = Proxy::to(&sim).await;
-    let cluster = cluster_through(&sim, &proxy, Duration::from_secs(30)).await;
+    let (sim, proxy, cluster, mut watch) = watching_before(Duration::from_secs(30)).await;
     let cms = cluster.objects(CONFIG_MAP, NS);
-    cms.create(&CallContext::background(), &config_map("before")).await.unwrap();
-    let mut watch = cms.watch("");
-    let first = tokio::time::timeout(NO_HANG, watch.next()).await.unwrap().unwrap().unwrap();
-    assert_eq!(names(first), ["before"]);
 
     let made = proxy.connections_made();
     proxy.cut();

@@ -323,7 +323,7 @@ pub(crate) async fn probes(kube: &kube::Client) -> BTreeMap<String, bool> {
     let now = jiff::Timestamp::now();
     let allowance = jiff::SignedDuration::try_from(dispatch_kf_model::probe::CLOCK_ALLOWANCE)
         .expect("a short allowance");
-    let selector = format!("{}={}", keys::LABEL_PURPOSE, keys::PURPOSE_PROBE);
+    let selector = dispatch_kf_model::probe::selector();
     let mut probes = BTreeMap::new();
     for kind in probe_kinds() {
         let api = Api::<DynamicObject>::namespaced_with(kube.clone(), NS, &kind);
