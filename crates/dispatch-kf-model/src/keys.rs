@@ -84,6 +84,9 @@ pub const JOBSET_RESTART_ATTEMPT: &str = "jobset.sigs.k8s.io/restart-attempt";
 pub(crate) const JOBSET_JOB_INDEX: &str = "jobset.sigs.k8s.io/job-index";
 /// Kubernetes label on an indexed Job's pods: the completion index (the rank).
 pub const JOB_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
+/// The Job controller's finalizer on each pod of a Job: it holds a pod until the
+/// controller has counted it, and it takes it off a pod whose Job is gone.
+pub const JOB_TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
 
 /// Trainer label on a runtime's replicated job: which step it runs.
 pub const TRAINER_ANCESTOR_STEP: &str = "trainer.kubeflow.org/trainjob-ancestor-step";

@@ -94,6 +94,7 @@ pub mod probe; // the preflight probe's request, its budget, and when its leftov
 pub mod ranks; // a job's pods by rank, and its nodes
 pub mod readback; // a written TrainJob against the one the apiserver holds
 pub mod readmission; // the readmission gate's rule
+pub mod removal; // what StopJob does to a job's objects beyond deleting them
 pub mod served; // what the cluster's served schemas say of its Trainer
 pub mod view; // one plain struct per kind classification reads
 
@@ -116,8 +117,8 @@ pub use snapshot::Snapshot;
 // shape) and the parts of an object it keeps.
 pub use lenient::{Flag, FromJson, Int, List, Obj, Shared, Str, StrMap, Text};
 pub use object::{
-    AdmissionCheck, Condition, ContainerState, ContainerStatus, LastSetters, Meta, OwnerRef,
-    ReplicatedJobStatus, SpecField, Taint, Terminated, TrainJobRuntimeRef, Waiting,
+    AdmissionCheck, Condition, ContainerState, ContainerStatus, JobTracking, LastSetters, Meta,
+    OwnerRef, ReplicatedJobStatus, SpecField, Taint, Terminated, TrainJobRuntimeRef, Waiting,
 };
 
 // Render: a start request and a source runtime to a runtime copy and a TrainJob;

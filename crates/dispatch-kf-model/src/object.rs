@@ -9,8 +9,10 @@ use serde::Deserialize;
 
 use crate::lenient::{Flag, FromJson, Int, List, Obj, Present, Str, StrMap, Text, unique};
 
+mod job_tracking;
 mod last_setters;
 
+pub use job_tracking::JobTracking;
 pub use last_setters::LastSetters;
 
 /// One object of any kind, as read from a dump.
@@ -112,6 +114,9 @@ pub struct Meta<S = String> {
     pub owner_references: List<OwnerRef<S>>,
     /// When deletion was requested.
     pub deletion_timestamp: Text<S>,
+    /// Where the Job controller's tracking finalizer stands among the finalizers.
+    #[serde(rename = "finalizers")]
+    pub job_tracking: JobTracking,
     /// Who last set `spec.suspend` and `spec.active` (of managedFields, only that).
     pub managed_fields: LastSetters<S>,
 }

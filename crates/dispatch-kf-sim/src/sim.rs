@@ -332,6 +332,17 @@ impl Sim {
         st.wakes.everything();
     }
 
+    /// Takes kube-controller-manager down or brings it back: while it is down its
+    /// controllers (the Job controller, node lifecycle and pod GC, the garbage
+    /// collector) do nothing, so a deleted pod keeps the Job controller's tracking
+    /// finalizer; back, they look at everything again, as a restarted controller
+    /// manager lists everything.
+    pub fn set_controller_manager_down(&self, down: bool) {
+        let mut st = self.shared.lock();
+        st.controller_manager_down = down;
+        st.wakes.everything();
+    }
+
     /// Sets the garbage collector's lag.
     pub fn set_gc_lag(&self, lag: Duration) {
         let mut st = self.shared.lock();

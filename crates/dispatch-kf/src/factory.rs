@@ -76,11 +76,22 @@ fn write_permissions() -> Vec<Permission> {
     .collect()
 }
 
-/// The deletes StopJob makes of orphaned JobSets, Jobs and pods, which the garbage
-/// collector removes on its own in time: without them StopJob on a job with orphans is
-/// *unauthorized*, and nothing else changes.
-fn orphan_permissions() -> Vec<Permission> {
-    vec![permission("delete", JOB_SET), permission("delete", JOB), permission("delete", POD)]
+/// The writes StopJob makes for what the cluster's controllers would do in time (the
+/// deletes of orphaned JobSets, Jobs and pods the garbage collector makes, the Job
+/// controller's tracking finalizer taken off a deleted pod whose Job is gone), each
+/// with what a StopJob that needs it meets without it: *unauthorized*. Nothing else
+/// changes.
+fn orphan_permissions() -> Vec<(Permission, &'static str)> {
+    const ORPHANS: &str = "StopJob cannot remove orphaned objects of that kind";
+    vec![
+        (permission("delete", JOB_SET), ORPHANS),
+        (permission("delete", JOB), ORPHANS),
+        (permission("delete", POD), ORPHANS),
+        (
+            permission("patch", POD),
+            "StopJob cannot take the Job controller's finalizer off a deleted pod whose Job is gone",
+        ),
+    ]
 }
 
 /// The permissions of `wanted` the adapter's identity lacks, as `verb plural`, asked
@@ -91,13 +102,24 @@ async fn not_granted(
     ns: &str,
     wanted: Vec<Permission>,
 ) -> Result<Vec<String>> {
+    let wanted = wanted.into_iter().map(|p| (p, ())).collect();
+    Ok(not_granted_with(cluster, cx, ns, wanted).await?.into_iter().map(|(p, ())| p).collect())
+}
+
+/// [`not_granted`] of permissions that each carry a `T`, which each answer keeps.
+async fn not_granted_with<T>(
+    cluster: &Cluster,
+    cx: &CallContext,
+    ns: &str,
+    wanted: Vec<(Permission, T)>,
+) -> Result<Vec<(String, T)>> {
     let answers =
-        futures::future::try_join_all(wanted.iter().map(|p| cluster.may(cx, ns, p))).await?;
+        futures::future::try_join_all(wanted.iter().map(|(p, _)| cluster.may(cx, ns, p))).await?;
     Ok(wanted
-        .iter()
+        .into_iter()
         .zip(answers)
         .filter(|(_, may)| !may)
-        .map(|(p, _)| format!("{} {}", p.verb, p.resource.plural))
+        .map(|((p, t), _)| (format!("{} {}", p.verb, p.resource.plural), t))
         .collect())
 }
 
@@ -237,13 +259,13 @@ impl Learned {
             (Vec::new(), false, Vec::new())
         } else {
             let jobs_listable = cluster.may(cx, ns, &permission("list", JOB)).await?;
-            let orphans = not_granted(cluster, cx, ns, orphan_permissions()).await?;
+            let orphans = not_granted_with(cluster, cx, ns, orphan_permissions()).await?;
             let unlisted = (!jobs_listable).then(|| {
                 "list jobs: StopJob cannot see the Jobs a deleted JobSet leaves, which make its pods again until the garbage collector removes them".to_owned()
             });
             let lacking = orphans
                 .into_iter()
-                .map(|p| format!("{p}: StopJob cannot remove orphaned objects of that kind"))
+                .map(|(p, without)| format!("{p}: {without}"))
                 .chain(unlisted)
                 .collect::<Vec<_>>();
             for p in &lacking {

@@ -5,19 +5,26 @@
 //! orphans meanwhile. StopJob waits until nothing of the job remains, deleting orphaned
 //! JobSets, Jobs, pods and runtime copies itself.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use dispatch_core::{CallContext, Error, JobId, ObjectRef, Result};
+use dispatch_core::{CallContext, Error, JobId, Kind, ObjectRef, Result};
 use dispatch_kf_client::Deleted;
-use dispatch_kf_client::resources::{JOB, Resource};
-use dispatch_kf_model::{Snapshot, names};
+use dispatch_kf_client::error_map::RequestClass;
+use dispatch_kf_client::resources::{JOB, POD, Resource};
+use dispatch_kf_model::{Snapshot, names, removal};
 
 use crate::refs::resource_of;
 use crate::{Inner, edge};
 
 /// How often StopJob looks again while the job's objects go.
 const STOP_POLL: Duration = Duration::from_secs(1);
+
+/// How long a deleted pod whose Job is gone may hold the Job controller's tracking
+/// finalizer before StopJob takes it off (`removal::release_from_gone_job`): the Job
+/// controller takes it off such a pod within moments when it sees it, so StopJob
+/// writes only for the pods it missed.
+const JOB_CONTROLLER_GRACE: Duration = Duration::from_secs(3);
 
 impl Inner {
     /// Stop: deletes the object if it is still the instance the reference names.
@@ -152,11 +159,12 @@ impl Inner {
         let observed = self.observe(&snapshot, edge::now());
         let mut doomed: Vec<Instance> = observed.iter().map(|o| Instance::of(&o.object)).collect();
         let mut remaining = doomed.clone();
-        for (batch_job, orphaned) in self.jobs_left(cx, job, &removal.job_sets, &snapshot).await? {
-            if orphaned {
+        let jobs = self.jobs_left(cx, job, &removal.job_sets, &snapshot).await?;
+        for (batch_job, orphaned) in jobs.iter().flatten() {
+            if *orphaned {
                 doomed.push(batch_job.clone());
             }
-            remaining.push(batch_job);
+            remaining.push(batch_job.clone());
         }
         let mut deleted_now = false;
         for object in &doomed {
@@ -165,44 +173,87 @@ impl Inner {
                 deleted_now = true;
             }
         }
+        if let Some(jobs) = &jobs {
+            deleted_now |= self.release_pods(cx, &snapshot, jobs, removal).await?;
+        }
         Ok((remaining, deleted_now))
     }
 
+    /// Takes the Job controller's tracking finalizer off each deleted pod of the job
+    /// whose Job is none of `jobs` and that has held it for [`JOB_CONTROLLER_GRACE`]
+    /// since this removal first saw it so (`removal::release_from_gone_job`). A patch
+    /// refused (the pod changed since it was read) or answered not found waits for the
+    /// next look. Returns whether it took any off.
+    async fn release_pods(
+        &self,
+        cx: &CallContext,
+        snapshot: &Snapshot,
+        jobs: &[(Instance, bool)],
+        removal: &mut Removal,
+    ) -> Result<bool> {
+        let live: BTreeSet<&str> = jobs.iter().map(|(j, _)| j.uid.as_str()).collect();
+        let due: Vec<_> = snapshot
+            .pods
+            .iter()
+            .filter_map(|p| Some((&p.meta, removal::release_from_gone_job(&p.meta, &live)?)))
+            .collect();
+        let now = edge::timer();
+        removal.held.retain(|uid, _| due.iter().any(|(meta, _)| meta.uid() == uid));
+        let pods = self.cluster.objects(POD, &self.settings.namespace);
+        let mut released = false;
+        for (meta, patch) in due {
+            let since = *removal.held.entry(meta.uid().to_owned()).or_insert(now);
+            if now.duration_since(since) < JOB_CONTROLLER_GRACE {
+                continue;
+            }
+            match pods.patch_json(cx, RequestClass::Write, meta.name(), &patch).await {
+                Ok(_) => released = true,
+                Err(e) if e.is_refusal() || e.is(Kind::NotFound) => {}
+                Err(e) => return Err(e.context("stop-job")),
+            }
+        }
+        Ok(released)
+    }
+
     /// The batch Jobs of `job` (by its label, and of the JobSets named `job_sets`), each
-    /// with whether it is orphaned: its JobSet is not among `snapshot`'s. None when the
-    /// adapter may not list Jobs (`Preflight::lacking` says so).
+    /// with whether it is orphaned: its JobSet is not among `snapshot`'s. `None` when
+    /// the adapter may not list Jobs (`Preflight::lacking` says so).
     async fn jobs_left(
         &self,
         cx: &CallContext,
         job: &JobId,
         job_sets: &BTreeSet<String>,
         snapshot: &Snapshot,
-    ) -> Result<Vec<(Instance, bool)>> {
+    ) -> Result<Option<Vec<(Instance, bool)>>> {
         if !self.preflight.jobs_listable {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let ns = &self.settings.namespace;
         let jobs = self.cluster.jobs_of(cx, ns, job, job_sets).await;
         let jobs = jobs.map_err(|e| e.context("stop-job"))?;
         let live: BTreeSet<&str> = snapshot.job_sets.iter().map(|js| js.meta.uid()).collect();
-        Ok(jobs
-            .iter()
-            .map(|j| {
-                let meta = j.meta();
-                let orphaned = meta.controller().is_none_or(|o| !live.contains(o.uid.or_empty()));
-                (Instance::from_meta(JOB, meta), orphaned)
-            })
-            .collect())
+        Ok(Some(
+            jobs.iter()
+                .map(|j| {
+                    let meta = j.meta();
+                    let orphaned =
+                        meta.controller().is_none_or(|o| !live.contains(o.uid.or_empty()));
+                    (Instance::from_meta(JOB, meta), orphaned)
+                })
+                .collect(),
+        ))
     }
 }
 
 /// What one removal of a job has seen and done across its looks: the JobSet names of
-/// its submissions (a Job outlives its JobSet's name only in its label), and the UIDs it
-/// has deleted, each deleted once.
+/// its submissions (a Job outlives its JobSet's name only in its label), the UIDs it
+/// has deleted, each deleted once, and since when each deleted pod whose Job is gone
+/// has been seen holding the Job controller's tracking finalizer.
 #[derive(Default)]
 struct Removal {
     job_sets: BTreeSet<String>,
     deleted: BTreeSet<String>,
+    held: BTreeMap<String, tokio::time::Instant>,
 }
 
 /// One object StopJob deletes: its kind, name and UID.

@@ -421,6 +421,7 @@ async fn missing_write_permissions_make_the_backend_observe_only_naming_each_and
     assert!(names(&sim, "trainingruntimes").is_empty());
     let lacking = b.preflight().lacking.join("; ");
     assert!(lacking.contains("delete jobsets") && lacking.contains("delete pods"), "{lacking}");
+    assert!(lacking.contains("patch pods: StopJob cannot take the Job controller's finalizer off"));
 }
 
 /// The Workload annotation counting Releases (docs/names-labels-annotations.md).

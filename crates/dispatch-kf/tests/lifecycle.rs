@@ -238,6 +238,35 @@ async fn stop_job_deletes_the_jobs_a_lagging_collector_leaves_so_no_pod_comes_ba
     assert_eq!(names(&sim, "pods"), Vec::<String>::new(), "no Job made its pods again");
 }
 
+/// The Job controller's tracking finalizer: on a pod whose Job is gone the Job
+/// controller takes it off, and StopJob leaves it that grace, writing no pod; with the
+/// controller manager down (or a patch of the Job controller's failed, which it never
+/// tries again), nothing does, and StopJob takes it off each deleted pod once, so that
+/// it answers done rather than waiting out its deadline.
+#[tokio::test(start_paused = true)]
+async fn stop_job_takes_the_tracking_finalizer_off_a_pod_the_job_controller_missed() {
+    let patches_of_pods = |sim: &dispatch_kf_sim::Sim| {
+        sim.requests().iter().filter(|r| r.verb == "patch" && r.resource == "pods").count()
+    };
+    let sim = cluster().await;
+    let (b, object) = started(&sim).await;
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    b.stop_job(&cx(), &job(1)).await.expect("StopJob with the Job controller up");
+    assert_eq!(patches_of_pods(&sim), 0, "the Job controller took its own finalizers off");
+
+    let object = b.start(&cx(), &request(&job(2), 1)).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.settle();
+    let pods = names(&sim, "pods");
+    assert!(!pods.is_empty(), "the job runs");
+    sim.set_controller_manager_down(true);
+    b.stop_job(&cx(), &job(2)).await.expect("StopJob with the controller manager down");
+    assert_eq!(names(&sim, "pods"), Vec::<String>::new());
+    assert_eq!(names(&sim, "jobs"), Vec::<String>::new());
+    assert_eq!(patches_of_pods(&sim), pods.len(), "each pod released once");
+}
+
 #[tokio::test]
 async fn open_hold_or_release_on_an_orphan_is_rejected() {
     let sim = cluster().await;

@@ -41,11 +41,15 @@ pub(crate) fn settle(state: &mut State) {
         kueue::run(state);
         trainer::run(state);
         jobset::run(state);
-        job::run(state);
+        if !state.controller_manager_down {
+            job::run(state);
+        }
         scheduler::run(state);
         kubelet::run(state);
-        nodes::run(state);
-        gc::run(state);
+        if !state.controller_manager_down {
+            nodes::run(state);
+            gc::run(state);
+        }
         if state.store.rv() == before {
             return;
         }

@@ -69,6 +69,9 @@ pub(crate) struct State {
     pub(crate) auto_settle: bool,
     pub(crate) anonymous: Option<String>,
     pub(crate) slow_termination: bool,
+    /// kube-controller-manager is down: its controllers (the Job controller, node
+    /// lifecycle and pod GC, the garbage collector) do nothing until it is back.
+    pub(crate) controller_manager_down: bool,
     pub(crate) manage_jobs_without_queue_name: bool,
     pub(crate) releases: Releases,
     pub(crate) log_tx: tokio::sync::broadcast::Sender<Chunk>,
@@ -95,6 +98,7 @@ impl State {
             auto_settle: true,
             anonymous: None,
             slow_termination: false,
+            controller_manager_down: false,
             manage_jobs_without_queue_name: false,
             releases: Default::default(),
             log_tx: tokio::sync::broadcast::channel(1024).0,

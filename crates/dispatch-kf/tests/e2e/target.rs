@@ -599,8 +599,8 @@ impl Target {
     /// The sim plays what the cluster then answers: the gate aborted in-process and its
     /// Lease made as old as a dead holder's is once it expires; every TrainJob write
     /// answered as while the Trainer's webhook cannot be called; every connection
-    /// refused while the apiserver is down; no garbage collection while the controller
-    /// manager is down.
+    /// refused while the apiserver is down; none of the controller manager's
+    /// controllers (the Job controller, the garbage collector) while it is down.
     pub(crate) async fn kill(&self, kube: &kube::Client, component: Component) {
         let Target::Sim(sim, gate) = self else {
             return xtask(&["cluster", "kill", component.process()]).await;
@@ -624,7 +624,7 @@ impl Target {
                 refuse_train_job_writes(sim, &webhook_unreachable(TRAINER_WEBHOOK, url));
             }
             Component::Apiserver => sim.set_refusing(true).await,
-            Component::ControllerManager => sim.set_gc_lag(COLLECTOR_DOWN),
+            Component::ControllerManager => sim.set_controller_manager_down(true),
         }
     }
 
@@ -647,17 +647,12 @@ impl Target {
             }
             Component::Apiserver => sim.set_refusing(false).await,
             Component::ControllerManager => {
-                sim.set_gc_lag(Duration::ZERO);
+                sim.set_controller_manager_down(false);
                 sim.settle();
             }
         }
     }
 }
-
-/// How far behind the sim's garbage collector is while kube-controller-manager is
-/// "down": further than any scenario's virtual time goes. The sim's Job controller runs
-/// on, so only the collector's absence is played.
-const COLLECTOR_DOWN: Duration = Duration::from_secs(24 * 3600);
 
 impl Target {
     /// The running pod `pod` runs out of memory, as its kubelet would report it: its
