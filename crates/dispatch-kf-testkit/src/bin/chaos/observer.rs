@@ -8,6 +8,12 @@
 //! 2. no pod of an execution the adapter said ended was made after it said so (an
 //!    ended execution stays ended, docs/execution-identity.md);
 //! 3. in Kueue mode, a gate holds a fresh Lease again soon after each gate fault.
+//!
+//! A pod made after a sample that lacked its Job, where that sample came after one
+//! that held the Job or after the first that missed the pod's TrainJob (so a pod made
+//! for an owner already deleted, or of a Job made after its TrainJob was: by a
+//! controller whose cache is behind), is no pod of the adapter's doing: it is noted
+//! and counted apart, not judged by checks 1 and 2 (docs/chaos.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -43,6 +49,10 @@ pub(crate) struct Pod {
     pub(crate) created: Option<jiff::Timestamp>,
     /// The name of its controller (a batch Job).
     pub(crate) owner: String,
+    /// Its controller's UID.
+    pub(crate) owner_uid: String,
+    /// The name of its TrainJob (and JobSet).
+    pub(crate) train_job: String,
 }
 
 impl Pod {
@@ -50,6 +60,8 @@ impl Pod {
         let labels = pod.metadata.labels.as_ref()?;
         let annotations = pod.metadata.annotations.clone().unwrap_or_default();
         let label = |k: &str| labels.get(k).cloned().unwrap_or_default();
+        let owners = pod.metadata.owner_references.iter().flatten();
+        let controller = owners.clone().find(|o| o.controller == Some(true));
         Some(Pod {
             name: pod.metadata.name.clone()?,
             job: labels.get(keys::LABEL_JOB_ID)?.clone(),
@@ -63,14 +75,9 @@ impl Pod {
             running: pod.data["status"]["phase"] == "Running",
             terminating: pod.metadata.deletion_timestamp.is_some(),
             created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
-            owner: pod
-                .metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .find(|o| o.controller == Some(true))
-                .map(|o| o.name.clone())
-                .unwrap_or_default(),
+            owner: controller.map(|o| o.name.clone()).unwrap_or_default(),
+            owner_uid: controller.map(|o| o.uid.clone()).unwrap_or_default(),
+            train_job: label(keys::JOBSET_NAME),
         })
     }
 }
@@ -103,12 +110,27 @@ impl Observer {
                 &resource("coordination.k8s.io", "v1", "Lease", "leases"),
             );
             let jobs = Api::<DynamicObject>::namespaced_with(
-                kube,
+                kube.clone(),
                 NS,
                 &resource("batch", "v1", "Job", "jobs"),
             );
+            let train_jobs = Api::<DynamicObject>::namespaced_with(
+                kube,
+                NS,
+                &resource(keys::TRAINER_GROUP, "v1alpha1", "TrainJob", "trainjobs"),
+            );
             let mut checks = Checks::default();
             while !*stopped.borrow() {
+                // Owners before pods: one missing here was deleted before any pod the
+                // pods list shows was made after this moment.
+                if let Ok(list) = train_jobs.list(&ListParams::default()).await {
+                    let names = list.items.iter().filter_map(|j| j.metadata.name.clone());
+                    checks.train_jobs.sample(names.collect(), jiff::Timestamp::now());
+                }
+                if let Ok(list) = jobs.list(&ListParams::default()).await {
+                    let uids = list.items.iter().filter_map(|j| j.metadata.uid.clone());
+                    checks.jobs.sample(uids, jiff::Timestamp::now());
+                }
                 if let Ok(list) = pods.list(&ListParams::default()).await {
                     let now: Vec<Pod> = list.items.iter().filter_map(Pod::of).collect();
                     for job in checks.sample(&now, &log) {
@@ -145,10 +167,60 @@ impl Observer {
     }
 }
 
-/// What the checks remember between samples: each violation is said once.
+/// TrainJobs (by name) seen in the samples, and when a sample first missed each; a name
+/// seen again (taken anew) is no longer missed.
+#[derive(Default)]
+struct Missed {
+    seen: BTreeSet<String>,
+    gone: BTreeMap<String, jiff::Timestamp>,
+}
+
+impl Missed {
+    /// Takes a sample of the names `present`, listed by `at`.
+    fn sample(&mut self, present: BTreeSet<String>, at: jiff::Timestamp) {
+        for gone in self.seen.difference(&present) {
+            self.gone.entry(gone.clone()).or_insert(at);
+        }
+        self.gone.retain(|owner, _| !present.contains(owner));
+        self.seen.extend(present);
+    }
+}
+
+/// The Jobs' samples: when each was taken, and each Job's first and last (a Job's UID
+/// is present over one stretch of samples).
+#[derive(Default)]
+struct JobSamples {
+    taken: Vec<jiff::Timestamp>,
+    seen: BTreeMap<String, (jiff::Timestamp, jiff::Timestamp)>,
+}
+
+impl JobSamples {
+    /// Takes a sample of the Jobs `present` (by UID), listed by `at`.
+    fn sample(&mut self, present: impl Iterator<Item = String>, at: jiff::Timestamp) {
+        for uid in present {
+            self.seen.entry(uid).or_insert((at, at)).1 = at;
+        }
+        self.taken.push(at);
+    }
+
+    /// Whether a sample taken after `after` and before `before` lacked the Job `uid`.
+    fn lacked(&self, uid: &str, after: jiff::Timestamp, before: jiff::Timestamp) -> bool {
+        let from = self.taken.partition_point(|t| *t <= after);
+        let stretch = self.seen.get(uid);
+        self.taken[from..]
+            .iter()
+            .take_while(|t| **t < before)
+            .any(|t| stretch.is_none_or(|(first, last)| t < first || t > last))
+    }
+}
+
+/// What the checks remember between samples: each violation is said once; the owners
+/// seen and missed.
 #[derive(Default)]
 struct Checks {
     said: BTreeSet<String>,
+    train_jobs: Missed,
+    jobs: JobSamples,
     leaderless_since: Option<Instant>,
     led_since: Option<Instant>,
 }
@@ -163,9 +235,47 @@ impl Checks {
         new
     }
 
+    /// Whether `pod` was made for an owner already deleted, and which: a sample taken
+    /// before the pod was made lacked its Job, after one had held the Job (the Job was
+    /// deleted) or after the first that missed its TrainJob (the Job was deleted, or
+    /// made after its TrainJob was). Creation times are whole seconds: "before" is
+    /// before the second the pod was made in. A pod of a Job that outlived its
+    /// TrainJob is judged: the adapter's StopJob waits for such a Job.
+    fn made_for_a_deleted_owner(&self, pod: &Pod) -> Option<String> {
+        let made = pod.created?;
+        let uid = &pod.owner_uid;
+        let held = self.jobs.seen.get(uid).map(|(_, last)| *last);
+        if held.is_some_and(|last| self.jobs.lacked(uid, last, made)) {
+            return Some(format!("Job {}, deleted before", pod.owner));
+        }
+        let missed = self.train_jobs.gone.get(&pod.train_job)?;
+        self.jobs.lacked(uid, *missed, made).then(|| {
+            format!(
+                "TrainJob {} (missed at {missed}), Job {} not there after",
+                pod.train_job, pod.owner
+            )
+        })
+    }
+
     /// Checks one sample; returns the jobs newly seen running two executions at once, or
     /// a pod of an execution said ended.
     fn sample(&mut self, pods: &[Pod], log: &Log) -> Vec<String> {
+        let (stale, pods): (Vec<&Pod>, Vec<&Pod>) =
+            pods.iter().partition(|p| self.made_for_a_deleted_owner(p).is_some());
+        for pod in stale.into_iter().filter(|p| p.running) {
+            let owner = self.made_for_a_deleted_owner(pod).expect("partitioned by it");
+            if self.said.insert(format!("stale {}", pod.name)) {
+                log.stale_pod(format!(
+                    "pod {} of job {} (s{} A={} J={}) made at {:?} for {owner}",
+                    pod.name,
+                    pod.job,
+                    pod.submission,
+                    pod.execution.0,
+                    pod.execution.1,
+                    pod.created
+                ));
+            }
+        }
         let mut overlapping = Vec::new();
         let mut by_job: BTreeMap<&str, BTreeSet<(&str, &Execution)>> = BTreeMap::new();
         for pod in pods.iter().filter(|p| p.running) {
@@ -407,6 +517,8 @@ mod tests {
             terminating: false,
             created: Some("2026-12-05T06:00:00Z".parse().unwrap()),
             owner: format!("{job_set}-node-0"),
+            owner_uid: format!("{job_set}-node-0-uid"),
+            train_job: format!("tj-{submission}"),
         }
     }
 
@@ -445,6 +557,55 @@ mod tests {
         assert_eq!(violations(&log), 0);
         checks.sample(&[pod("a", "1", "1", "old"), pod("c", "1", "2", "new")], &log);
         assert_eq!(violations(&log), 1, "another A is another execution all the same");
+    }
+
+    fn owners(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    /// Jobs samples: `present` at each of `at`.
+    fn jobs_at(checks: &mut Checks, samples: &[(jiff::Timestamp, &[&str])]) {
+        for (at, present) in samples {
+            checks.jobs.sample(present.iter().map(|u| (*u).to_owned()), *at);
+        }
+    }
+
+    #[test]
+    fn a_pod_made_for_an_owner_a_sample_had_already_missed_is_counted_apart() {
+        let made: jiff::Timestamp = "2026-12-05T06:00:00Z".parse().unwrap();
+        let s = jiff::SignedDuration::from_millis(500);
+        let both = [pod("a", "1", "1", "u"), pod("b", "2", "1", "v")];
+        let judged = |checks: Checks| {
+            let (log, mut checks) = (Log::default(), checks);
+            checks.sample(&both, &log);
+            (violations(&log), log.stale_pods())
+        };
+
+        let mut deleted = Checks::default();
+        jobs_at(&mut deleted, &[(made - s * 3, &["v-node-0-uid"]), (made - s, &[])]);
+        assert_eq!(judged(deleted), (0, 1), "b's Job was deleted before b was made");
+
+        let mut made_after = Checks::default();
+        made_after.train_jobs.sample(owners(&["tj-2"]), made - s * 4);
+        made_after.train_jobs.sample(owners(&[]), made - s * 3);
+        jobs_at(&mut made_after, &[(made - s * 2, &[]), (made + s, &["v-node-0-uid"])]);
+        assert_eq!(judged(made_after), (0, 1), "b's Job was made after its TrainJob was missed");
+
+        let mut outlived = Checks::default();
+        outlived.train_jobs.sample(owners(&["tj-2"]), made - s * 4);
+        outlived.train_jobs.sample(owners(&[]), made - s * 3);
+        jobs_at(&mut outlived, &[(made - s * 5, &["v-node-0-uid"]), (made - s, &["v-node-0-uid"])]);
+        assert_eq!(judged(outlived), (1, 0), "a Job that outlived its TrainJob: judged");
+
+        let mut within = Checks::default();
+        jobs_at(&mut within, &[(made - s, &["v-node-0-uid"]), (made + s / 2, &[])]);
+        assert_eq!(judged(within), (1, 0), "lacked only within the second b was made: judged");
+
+        let mut taken_anew = Missed::default();
+        taken_anew.sample(owners(&["tj-2"]), made - s * 6);
+        taken_anew.sample(owners(&[]), made - s * 4);
+        taken_anew.sample(owners(&["tj-2"]), made - s * 2);
+        assert!(taken_anew.gone.is_empty(), "a name taken anew is no longer missed");
     }
 
     #[test]

@@ -33,6 +33,8 @@ struct State {
     owned_doubt: Vec<String>,
     ended: Vec<Ended>,
     notes: Vec<String>,
+    /// Pods made for a Job already deleted (observer.rs).
+    stale_pods: Vec<String>,
     job_sets_deleted: std::collections::BTreeSet<String>,
     traces: BTreeMap<String, std::collections::VecDeque<String>>,
     /// Since when a gate has held a fresh Lease without a break, as the observer saw
@@ -169,6 +171,18 @@ impl Log {
         }
     }
 
+    /// A pod made for a Job already deleted, by a controller whose cache was behind.
+    pub(crate) fn stale_pod(&self, text: String) {
+        self.line(&format!("made for a deleted Job: {text}"));
+        self.with(|s| s.stale_pods.push(text));
+    }
+
+    /// How many pods made for a deleted Job were seen so far.
+    #[cfg(test)]
+    pub(crate) fn stale_pods(&self) -> usize {
+        self.with(|s| s.stale_pods.len())
+    }
+
     /// A JobSet of `job` was deleted by hand.
     pub(crate) fn job_set_deleted(&self, job: &str) {
         self.with(|s| s.job_sets_deleted.insert(job.to_owned()));
@@ -258,6 +272,10 @@ impl Report {
             for line in &s.owned_doubt {
                 t +=
                     &format!("  not the injected cause, with a gap in the evidence said: {line}\n");
+            }
+            t += &format!("pods made for a Job already deleted: {}\n", s.stale_pods.len());
+            for line in &s.stale_pods {
+                t += &format!("  {line}\n");
             }
             for note in &s.notes {
                 t += &format!("note: {note}\n");
