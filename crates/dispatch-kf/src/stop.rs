@@ -198,7 +198,8 @@ impl Inner {
             .filter_map(|p| Some((&p.meta, removal::release_from_gone_job(&p.meta, &live)?)))
             .collect();
         let now = edge::timer();
-        removal.held.retain(|uid, _| due.iter().any(|(meta, _)| meta.uid() == uid));
+        let held_now: BTreeSet<&str> = due.iter().map(|(meta, _)| meta.uid()).collect();
+        removal.held.retain(|uid, _| held_now.contains(uid.as_str()));
         let pods = self.cluster.objects(POD, &self.settings.namespace);
         let mut released = false;
         for (meta, patch) in due {

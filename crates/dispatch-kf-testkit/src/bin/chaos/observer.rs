@@ -61,7 +61,7 @@ impl Pod {
         let annotations = pod.metadata.annotations.clone().unwrap_or_default();
         let label = |k: &str| labels.get(k).cloned().unwrap_or_default();
         let owners = pod.metadata.owner_references.iter().flatten();
-        let controller = owners.clone().find(|o| o.controller == Some(true));
+        let controller = owners.into_iter().find(|o| o.controller == Some(true));
         Some(Pod {
             name: pod.metadata.name.clone()?,
             job: labels.get(keys::LABEL_JOB_ID)?.clone(),
@@ -260,11 +260,13 @@ impl Checks {
     /// Checks one sample; returns the jobs newly seen running two executions at once, or
     /// a pod of an execution said ended.
     fn sample(&mut self, pods: &[Pod], log: &Log) -> Vec<String> {
-        let (stale, pods): (Vec<&Pod>, Vec<&Pod>) =
-            pods.iter().partition(|p| self.made_for_a_deleted_owner(p).is_some());
-        for pod in stale.into_iter().filter(|p| p.running) {
-            let owner = self.made_for_a_deleted_owner(pod).expect("partitioned by it");
-            if self.said.insert(format!("stale {}", pod.name)) {
+        let mut judged = Vec::new();
+        for pod in pods {
+            let Some(owner) = self.made_for_a_deleted_owner(pod) else {
+                judged.push(pod);
+                continue;
+            };
+            if pod.running && self.said.insert(format!("stale {}", pod.name)) {
                 log.stale_pod(format!(
                     "pod {} of job {} (s{} A={} J={}) made at {:?} for {owner}",
                     pod.name,
@@ -278,7 +280,7 @@ impl Checks {
         }
         let mut overlapping = Vec::new();
         let mut by_job: BTreeMap<&str, BTreeSet<(&str, &Execution)>> = BTreeMap::new();
-        for pod in pods.iter().filter(|p| p.running) {
+        for pod in judged.iter().filter(|p| p.running) {
             by_job.entry(&pod.job).or_default().insert((&pod.submission, &pod.execution));
         }
         for (job, executions) in by_job {
@@ -310,7 +312,7 @@ impl Checks {
         }
         for ended in log.ended_so_far() {
             let after = ended.at + jiff::SignedDuration::from_secs(1);
-            for pod in pods.iter().filter(|p| {
+            for pod in judged.iter().filter(|p| {
                 p.running
                     && p.job == ended.job
                     && p.submission == ended.submission
