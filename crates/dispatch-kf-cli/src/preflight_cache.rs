@@ -19,7 +19,7 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 use dispatch_kf::{Preflight, Reads};
-use dispatch_kf_client::Identity;
+use dispatch_kf_client::{Identity, NodeReads};
 use dispatch_kf_model::Settings;
 use dispatch_kf_model::capabilities::{self, PreflightFacts};
 use jiff::{SignedDuration, Timestamp};
@@ -37,7 +37,7 @@ struct Kept {
     /// When it was made: at the latest, when Factory began.
     at: Timestamp,
     facts: PreflightFacts,
-    nodes_readable: bool,
+    nodes: NodeReads,
     /// No default: an entry kept before the adapter read Jobs is a miss.
     jobs_listable: bool,
     lacking: Vec<String>,
@@ -102,7 +102,7 @@ impl Cache {
         Ok(Some(Trusted {
             preflight: Preflight::of(
                 kept.facts,
-                Reads { nodes: kept.nodes_readable, jobs: kept.jobs_listable },
+                Reads { nodes: kept.nodes, jobs: kept.jobs_listable },
                 kept.lacking,
                 kept.gate_proof_expires,
             ),
@@ -126,7 +126,7 @@ impl Cache {
             key: self.key.clone(),
             at,
             facts: preflight.facts.clone(),
-            nodes_readable: preflight.nodes_readable,
+            nodes: preflight.nodes,
             jobs_listable: preflight.jobs_listable,
             lacking: preflight.lacking.clone(),
             gate_proof_expires: preflight.gate_proof_expires,
@@ -146,7 +146,7 @@ mod tests {
     use dispatch_kf_model::capabilities::Writability;
 
     /// Neither Nodes nor Jobs readable.
-    const NO_READS: Reads = Reads { nodes: false, jobs: false };
+    const NO_READS: Reads = Reads { nodes: NodeReads::No, jobs: false };
 
     fn facts() -> PreflightFacts {
         PreflightFacts {
@@ -162,7 +162,12 @@ mod tests {
     }
 
     fn writable(facts: PreflightFacts, gate_proof_expires: Option<Timestamp>) -> Preflight {
-        Preflight::of(facts, Reads { nodes: true, jobs: true }, Vec::new(), gate_proof_expires)
+        Preflight::of(
+            facts,
+            Reads { nodes: NodeReads::Listed, jobs: true },
+            Vec::new(),
+            gate_proof_expires,
+        )
     }
 
     fn settings(namespace: &str) -> Settings {
@@ -203,7 +208,7 @@ mod tests {
         let later = t0() + SignedDuration::from_mins(9);
         let trusted = cache.trusted(later, TEN).unwrap().expect("younger than ten minutes");
         assert_eq!(trusted.preflight.facts, facts());
-        assert!(trusted.preflight.nodes_readable);
+        assert_eq!(trusted.preflight.nodes, NodeReads::Listed);
         assert_eq!(trusted.age, SignedDuration::from_mins(9));
         assert!(cache.trusted(t0() + TEN, TEN).unwrap().is_none(), "ten minutes old is too old");
         assert!(cache.trusted(t0(), SignedDuration::ZERO).unwrap().is_none(), "0s trusts nothing");

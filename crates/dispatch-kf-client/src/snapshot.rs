@@ -9,19 +9,19 @@
 //! ([`Known::Implied`]): every object of one submission bears the same name, so each
 //! submission a listed object or a labelled pod names gives the names of its TrainJob,
 //! JobSet and runtime copy. Pods come by the job-id label and by JobSet's jobset-name
-//! label, Workloads by the UIDs of the TrainJobs, Nodes by a get each, concurrently,
-//! only when the adapter may read them. Nothing read grows with the rest of the
-//! namespace.
+//! label, Workloads by the UIDs of the TrainJobs, Nodes as the adapter may read them
+//! (`nodes.rs`). Nothing read grows with the rest of the namespace.
 
 use std::collections::BTreeSet;
 
 use dispatch_core::{CallContext, JobId, Result};
-use dispatch_kf_model::view::{Pod, View};
+use dispatch_kf_model::view::View;
 use dispatch_kf_model::{Mode, Snapshot, keys, names};
 
 use crate::cluster::Cluster;
+use crate::nodes::NodeReads;
 use crate::objects::Objects;
-use crate::resources::{JOB, JOB_SET, NODE, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD};
+use crate::resources::{JOB, JOB_SET, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD};
 
 /// The names of a job's objects, label or not, as the caller knows them (the Backend's
 /// index, from a metadata watch of the namespace).
@@ -66,8 +66,8 @@ pub struct JobQuery<'a> {
     pub job: &'a JobId,
     /// Kueue mode also reads Workloads.
     pub mode: Mode,
-    /// Whether the adapter may get Nodes.
-    pub nodes_readable: bool,
+    /// How the adapter may read Nodes.
+    pub nodes: NodeReads,
     /// Where the names of the job's label-stripped objects come from.
     pub known: Known<'a>,
 }
@@ -130,10 +130,8 @@ impl Cluster {
                 snapshot.push(pod);
             }
         }
-        if query.nodes_readable {
-            for node in self.nodes_of(cx, &snapshot.pods).await? {
-                snapshot.push(node);
-            }
+        for node in self.nodes_of(cx, &snapshot.pods, query.nodes).await? {
+            snapshot.push(node);
         }
         for view in train_jobs.into_iter().chain(job_sets).chain(runtimes).chain(workloads) {
             snapshot.push(view);
@@ -170,7 +168,7 @@ impl Cluster {
     }
 
     /// The objects of `resource` whose `label` is one of `values`, in one request.
-    async fn list_in(
+    pub(crate) async fn list_in(
         &self,
         cx: &CallContext,
         resource: Resource,
@@ -185,15 +183,6 @@ impl Cluster {
         let selector = format!("{label} in ({})", values.join(","));
         Ok(self.objects(resource, namespace).list(cx, &selector).await?.items)
     }
-
-    /// The Node of each of `pods`, each read once, [`READS_AT_ONCE`] at a time; a Node
-    /// that is gone is left out.
-    pub(crate) async fn nodes_of(&self, cx: &CallContext, pods: &[Pod]) -> Result<Vec<View>> {
-        let names: BTreeSet<&str> = pods.iter().filter_map(|p| p.node_name.get()).collect();
-        let nodes = self.objects(NODE, "");
-        let reads: Vec<_> = names.into_iter().map(|name| nodes.get_view_opt(cx, name)).collect();
-        at_most_a_few_at_once(reads).await
-    }
 }
 
 /// How many gets of one read are in flight at once: a job on hundreds of Nodes makes
@@ -203,7 +192,7 @@ pub(crate) const READS_AT_ONCE: usize = 8;
 
 /// The objects `reads` find, [`READS_AT_ONCE`] in flight at a time; the first failure
 /// is the answer.
-async fn at_most_a_few_at_once(
+pub(crate) async fn at_most_a_few_at_once(
     reads: Vec<impl Future<Output = Result<Option<View>>>>,
 ) -> Result<Vec<View>> {
     use futures::{StreamExt as _, TryStreamExt as _};

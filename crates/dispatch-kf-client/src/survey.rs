@@ -22,6 +22,7 @@ use dispatch_kf_model::view::View;
 use dispatch_kf_model::{Snapshot, keys};
 
 use crate::cluster::Cluster;
+use crate::nodes::NodeReads;
 use crate::objects::Objects;
 use crate::resources::{JOB_SET, POD, Resource, TRAIN_JOB, WORKLOAD};
 
@@ -79,14 +80,14 @@ impl Cluster {
     }
 
     /// A snapshot of `train_jobs` (read in `scope` by [`Cluster::read_train_jobs`])
-    /// with their JobSets, those JobSets' pods, the pods' Nodes when `nodes_readable`,
+    /// with their JobSets, those JobSets' pods, the pods' Nodes as `nodes` allows,
     /// and, when `workloads`, the Workloads Kueue made for them.
     pub async fn read_around(
         &self,
         cx: &CallContext,
         scope: Scope<'_>,
         train_jobs: Vec<View>,
-        nodes_readable: bool,
+        nodes: NodeReads,
         workloads: bool,
     ) -> Result<Snapshot> {
         let mut snapshot = Snapshot::default();
@@ -119,10 +120,8 @@ impl Cluster {
         for view in train_jobs.into_iter().chain(job_sets).chain(pods).chain(workloads) {
             snapshot.push(view);
         }
-        if nodes_readable {
-            for node in self.nodes_of(cx, &snapshot.pods).await? {
-                snapshot.push(node);
-            }
+        for node in self.nodes_of(cx, &snapshot.pods, nodes).await? {
+            snapshot.push(node);
         }
         Ok(snapshot)
     }

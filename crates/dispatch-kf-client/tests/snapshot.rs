@@ -2,7 +2,7 @@
 //! the number of requests does not grow with the namespace.
 
 use dispatch_core::{CallContext, JobId};
-use dispatch_kf_client::{Cluster, JobQuery, Known, KnownNames};
+use dispatch_kf_client::{Cluster, JobQuery, Known, KnownNames, NodeReads};
 use dispatch_kf_model::{Mode, keys, names};
 use dispatch_kf_sim::{Sim, SimOptions};
 use serde_json::{Value, json};
@@ -68,7 +68,7 @@ fn query(job: &JobId) -> JobQuery<'_> {
         namespace: NS,
         job,
         mode: Mode::Plain,
-        nodes_readable: true,
+        nodes: NodeReads::Listed,
         known: Known::Index(&BY_LABEL),
     }
 }
@@ -131,6 +131,54 @@ async fn a_job_snapshot_takes_as_many_requests_in_a_crowded_namespace_as_in_an_e
     assert_eq!(sim.requests().len(), alone, "requests do not grow with the namespace");
     assert_eq!(snapshot.train_jobs.len(), 1);
     assert!(alone <= 10, "{alone} requests for one job");
+}
+
+/// A job whose ranks run on many Nodes: with `list` on Nodes, one list by the hostname
+/// label reads them all, whatever the number of ranks, and a get reads each Node whose
+/// hostname label is not its name; with `get` alone, a get each. Both find the same
+/// Nodes, and leave out the one that is gone.
+#[tokio::test]
+async fn a_jobs_nodes_are_read_in_one_list_however_many_ranks_it_has() {
+    let sim = sim_with_a_node().await;
+    let name = names::make(&job(1), 1);
+    install_job(&sim, &job(1), 0, true);
+    let ranks = 64;
+    for i in 0..ranks {
+        let node = format!("gpu-{i}");
+        // gpu-0 (made without labels) and gpu-1 (another hostname) are not found by it.
+        let hostname = if i == 1 { "renamed".to_owned() } else { node.clone() };
+        if i != 0 && i != ranks - 1 {
+            let labels = json!({"kubernetes.io/hostname": hostname});
+            sim.apply(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": labels}}))
+                .unwrap();
+        }
+        let labels = json!({keys::LABEL_JOB_ID: job(1).as_str(), keys::JOBSET_NAME: name});
+        sim.apply(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("{name}-node-0-{i}-abcde"), "namespace": NS, "labels": labels},
+            "spec": {"nodeName": node, "containers": [{"name": "node", "image": "x"}]}
+        }))
+        .unwrap();
+    }
+    let c = cluster(&sim).await;
+    let job = job(1);
+    let mut found = Vec::new();
+    for (reads, node_requests) in [(NodeReads::Listed, 1 + 3), (NodeReads::EachByName, ranks)] {
+        sim.clear_requests();
+        let query = JobQuery { nodes: reads, ..query(&job) };
+        let snapshot = c.read_job(&CallContext::background(), query).await.unwrap();
+        let on_nodes = sim.requests().iter().filter(|r| r.resource == "nodes").count();
+        assert_eq!(
+            on_nodes, node_requests,
+            "{reads:?}: a list, then a get of gpu-0, gpu-1 and the gone one"
+        );
+        let mut names: Vec<String> =
+            snapshot.nodes.iter().map(|n| n.meta.name().to_owned()).collect();
+        names.sort();
+        found.push(names);
+    }
+    assert_eq!(found[0].len(), ranks - 1, "every Node but the gone one: {:?}", found[0]);
+    assert_eq!(found[0], found[1]);
 }
 
 /// Without an index, a TrainJob whose label was stripped is still found: its JobSet and

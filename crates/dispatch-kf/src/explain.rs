@@ -9,8 +9,8 @@
 //! node-lost from its Node.
 
 use dispatch_core::{CallContext, Error, ObjectObs, Result};
-use dispatch_kf_client::resources::{NODE, WORKLOAD};
-use dispatch_kf_client::{Cluster, Permission, Scope};
+use dispatch_kf_client::resources::WORKLOAD;
+use dispatch_kf_client::{Cluster, Scope};
 use dispatch_kf_model::view::View;
 use dispatch_kf_model::{ClassifyOptions, Mode, classify_train_jobs};
 
@@ -64,16 +64,17 @@ pub async fn explain(
             WORKLOAD.api_version()
         )));
     }
-    let get_nodes = Permission { verb: "get", resource: NODE, subresource: "" };
     let namespace = match request.scope {
         Scope::Named { namespace, .. } | Scope::Namespace(namespace) => namespace,
         Scope::Everywhere => "",
     };
-    let nodes_readable = cluster.may(cx, namespace, &get_nodes).await?;
-    let snapshot =
-        cluster.read_around(cx, request.scope, train_jobs, nodes_readable, kueue_served).await?;
-    let options =
-        ClassifyOptions { mode: Mode::Plain, nodes_readable, backend: request.backend.to_owned() };
+    let nodes = cluster.node_reads(cx, namespace).await?;
+    let snapshot = cluster.read_around(cx, request.scope, train_jobs, nodes, kueue_served).await?;
+    let options = ClassifyOptions {
+        mode: Mode::Plain,
+        nodes_readable: nodes.readable(),
+        backend: request.backend.to_owned(),
+    };
     let mode_of = |tj: &_| match request.mode {
         ModeChoice::Auto => Mode::of_train_job(tj, kueue_served),
         ModeChoice::Fixed(mode) => mode,

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use dispatch_core::{CallContext, Capability, Error, Result, Support};
 use dispatch_kf_client::resources::{
-    ADMISSION_CHECK, CLUSTER_QUEUE, JOB, JOB_SET, LEASE, LOCAL_QUEUE, NODE, POD, Resource,
-    TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
+    ADMISSION_CHECK, CLUSTER_QUEUE, JOB, JOB_SET, LEASE, LOCAL_QUEUE, POD, Resource, TRAIN_JOB,
+    TRAINING_RUNTIME, WORKLOAD,
 };
-use dispatch_kf_client::{Cluster, ClusterConfig, Permission};
+use dispatch_kf_client::{Cluster, ClusterConfig, NodeReads, Permission};
 use dispatch_kf_model::capabilities::{self, PreflightFacts, Writability};
 use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, lease_expires, prove_gate};
 use dispatch_kf_model::{Mode, Settings, keys, served};
@@ -31,13 +31,13 @@ pub struct Preflight {
     pub access: Writability,
     /// Every capability's answer, without a spec.
     pub capabilities: BTreeMap<Capability, Support>,
-    /// Whether the adapter may get Nodes.
-    pub nodes_readable: bool,
+    /// How the adapter may read Nodes.
+    pub nodes: NodeReads,
     /// Whether the adapter may list batch Jobs: StopJob then also waits for the Jobs of
     /// the job's JobSets, which make pods again while they remain.
     pub jobs_listable: bool,
     /// Permissions the adapter may use but lacks, each with what degrades without it
-    /// (listing Jobs, deleting orphaned JobSets, Jobs and pods); empty when it has them
+    /// (listing Jobs and Nodes, deleting orphaned JobSets, Jobs and pods); empty when it has them
     /// all.
     pub lacking: Vec<String>,
     /// Kueue mode with the readmission gate proven: when the gate controller's last
@@ -248,14 +248,14 @@ impl Learned {
     /// the proof of the readmission gate.
     async fn gather(cluster: &Cluster, cx: &CallContext, settings: &Settings) -> Result<Learned> {
         let ns = &settings.namespace;
-        let nodes_readable = cluster.may(cx, ns, &permission("get", NODE)).await?;
+        let nodes = cluster.node_reads(cx, ns).await?;
         let logs = Permission { verb: "get", resource: POD, subresource: "log" };
         let may_read_logs = cluster.may(cx, ns, &logs).await?;
         let may_update_workloads = match settings.mode {
             Mode::Kueue => cluster.may(cx, ns, &permission("update", WORKLOAD)).await?,
             Mode::Plain => false,
         };
-        let (missing_writes, jobs_listable, lacking) = if settings.read_only {
+        let (missing_writes, jobs_listable, mut lacking) = if settings.read_only {
             (Vec::new(), false, Vec::new())
         } else {
             let jobs_listable = cluster.may(cx, ns, &permission("list", JOB)).await?;
@@ -268,11 +268,14 @@ impl Learned {
                 .map(|(p, without)| format!("{p}: {without}"))
                 .chain(unlisted)
                 .collect::<Vec<_>>();
-            for p in &lacking {
-                tracing::warn!(permission = %p, "a permission the adapter uses is missing");
-            }
             (not_granted(cluster, cx, ns, write_permissions()).await?, jobs_listable, lacking)
         };
+        if nodes == NodeReads::EachByName {
+            lacking.push("list nodes: Find and Ceased read each Node of a job by a get of its own, one request per Node instead of one in all".to_owned());
+        }
+        for p in &lacking {
+            tracing::warn!(permission = %p, "a permission the adapter uses is missing");
+        }
         let (readmission_gate, gate_proof_expires) = match settings.mode {
             Mode::Kueue => prove_readmission_gate(cluster, settings, cx).await?,
             Mode::Plain => (Err("not in Kueue mode".to_owned()), None),
@@ -287,7 +290,7 @@ impl Learned {
             probe_started: Ok(()),
             missing_writes,
         };
-        let reads = Reads { nodes: nodes_readable, jobs: jobs_listable };
+        let reads = Reads { nodes, jobs: jobs_listable };
         Ok(Learned { facts, reads, lacking, gate_proof_expires })
     }
 
@@ -318,7 +321,7 @@ impl Preflight {
             capabilities: capabilities::answers(&facts, None),
             gate_proof_expires: gate_proof_expires.filter(|_| facts.readmission_gate.is_ok()),
             facts,
-            nodes_readable: reads.nodes,
+            nodes: reads.nodes,
             jobs_listable: reads.jobs,
             lacking,
         }
@@ -329,8 +332,8 @@ impl Preflight {
 /// degrades, as `docs/rbac.md` says).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reads {
-    /// Get Nodes.
-    pub nodes: bool,
+    /// Read Nodes, and how.
+    pub nodes: NodeReads,
     /// List batch Jobs.
     pub jobs: bool,
 }

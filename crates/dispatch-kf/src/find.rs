@@ -49,7 +49,7 @@ impl Inner {
             namespace: &self.settings.namespace,
             job,
             mode: self.settings.mode,
-            nodes_readable: self.preflight.nodes_readable,
+            nodes: self.preflight.nodes,
             known: known.as_ref().map_or(Known::Implied, Known::Index),
         };
         let mut snapshot = cluster.read_job(cx, query).await?;
@@ -91,7 +91,7 @@ impl Inner {
     pub(crate) fn observe(&self, snapshot: &Snapshot, now: Timestamp) -> Vec<ObjectObs> {
         let options = ClassifyOptions {
             mode: self.settings.mode,
-            nodes_readable: self.preflight.nodes_readable,
+            nodes_readable: self.preflight.nodes.readable(),
             backend: self.settings.name.clone(),
         };
         classify(snapshot, &options, now)

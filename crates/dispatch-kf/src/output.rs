@@ -7,7 +7,6 @@ use dispatch_core::{
     CallContext, Capability, Cessation, Error, JobId, Kind, LogStream, ObjectKind, ObjectRef,
     OutputStream, Result,
 };
-use dispatch_kf_client::resources::NODE;
 use dispatch_kf_model::names::{self, MAX_SUBMISSION};
 use dispatch_kf_model::ranks;
 use dispatch_kf_model::view::View;
@@ -67,7 +66,7 @@ impl Inner {
                 "Ceased needs permission to get Nodes, which the adapter does not have",
             )
         };
-        if !self.preflight.nodes_readable {
+        if !self.preflight.nodes.readable() {
             return Err(unsupported());
         }
         let snapshot = self.snapshot(cx, &target.job).await?;
@@ -85,20 +84,22 @@ impl Inner {
             ObjectKind::TrainingRuntime => Vec::new(),
         };
         let node_names = ranks::nodes_of(&pods);
-        let nodes = self.cluster.objects(NODE, "");
-        let mut states = Vec::new();
-        for name in node_names {
-            let node = match nodes.get_view_opt(cx, &name).await {
-                Ok(node) => node,
-                Err(e) if e.is(Kind::Unauthorized) => return Err(unsupported().with_source(e)),
-                Err(e) => return Err(e),
-            };
-            let node = match &node {
-                Some(View::Node(n)) => Some(n),
-                _ => None,
-            };
-            states.push(ranks::node_state(&name, node));
-        }
+        let names = node_names.iter().map(String::as_str).collect();
+        let read = match self.cluster.nodes_named(cx, names, self.preflight.nodes).await {
+            Ok(read) => read,
+            Err(e) if e.is(Kind::Unauthorized) => return Err(unsupported().with_source(e)),
+            Err(e) => return Err(e),
+        };
+        let states: Vec<_> = node_names
+            .iter()
+            .map(|name| {
+                let node = read.iter().find_map(|v| match v {
+                    View::Node(n) if n.meta.name() == name => Some(n),
+                    _ => None,
+                });
+                ranks::node_state(name, node)
+            })
+            .collect();
         Ok(Cessation { ceased: ranks::has_ceased(!pods.is_empty(), &states), nodes: states })
     }
 }

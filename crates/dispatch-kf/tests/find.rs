@@ -8,7 +8,7 @@ use std::time::Duration;
 use dispatch_core::{Backend, Discovery, JobId, ObjectObs, Watcher};
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_model::{keys, names};
-use dispatch_kf_sim::{RequestRecord, Sim};
+use dispatch_kf_sim::{Identity, RequestRecord, Rule, Sim};
 use dispatch_kf_testkit::*;
 use futures::StreamExt;
 use serde_json::json;
@@ -49,7 +49,8 @@ fn job_scoped(r: &RequestRecord, job: &JobId) -> bool {
     let by_job_set = query.contains(keys::JOBSET_NAME)
         && query.contains(&names::make(job, 1))
         && !query.contains("other-");
-    r.verb == "get" || (r.verb == "list" && (by_job || by_job_set))
+    let by_hostname = r.resource == "nodes" && query.contains("kubernetes.io/hostname+in+");
+    r.verb == "get" || (r.verb == "list" && (by_job || by_job_set || by_hostname))
 }
 
 /// A cold Backend's first Find reads the job's objects, not the namespace's: with 300
@@ -77,8 +78,11 @@ async fn a_cold_backends_find_reads_only_the_jobs_objects_however_crowded_the_na
     };
     assert_eq!(shape(&crowded), shape(&alone), "requests do not grow with the namespace");
     let lists = crowded.iter().filter(|r| r.verb == "list").count();
-    assert_eq!(lists, 5, "a list each of TrainJobs, JobSets, copies and pods twice: {crowded:#?}");
-    assert!(crowded.iter().all(|r| r.verb == "list" || r.resource == "nodes"), "{crowded:#?}");
+    assert_eq!(
+        lists, 6,
+        "a list each of TrainJobs, JobSets, copies and the job's Nodes, and pods twice: {crowded:#?}"
+    );
+    assert!(crowded.iter().all(|r| r.verb == "list"), "{crowded:#?}");
 }
 
 /// The observations of a Discovery without their `seenAt`, in a stable order.
@@ -135,12 +139,13 @@ async fn a_cold_find_answers_as_a_warm_one_for_label_stripped_objects_and_orphan
     assert_eq!(found, expected);
 }
 
-/// A job on many Nodes makes a Find get each of them, but never more than
+/// A job on many Nodes: with `list` on Nodes a Find reads them in one list, whatever
+/// the number of ranks; with `get` alone it gets each of them, but never more than
 /// `READS_AT_ONCE` (8) at a time: a client opens one connection per request it has in
 /// flight, and a Find of a job on 40 Nodes opens no more than that (all at once, it
 /// opened 28 here).
 #[tokio::test]
-async fn a_find_of_a_job_on_forty_nodes_has_at_most_a_few_gets_in_flight() {
+async fn a_find_of_a_job_on_forty_nodes_lists_them_or_has_at_most_a_few_gets_in_flight() {
     let (sim, proxy) = cluster_behind_proxy().await;
     for i in 4..40 {
         sim.add_gpu_node(&format!("gpu-{i}"), 8);
@@ -158,13 +163,32 @@ async fn a_find_of_a_job_on_forty_nodes_has_at_most_a_few_gets_in_flight() {
         .collect();
     assert_eq!(nodes.len(), 40, "one rank per Node");
 
-    let through = backend_through(&proxy, &sim, settings(json!({}))).await;
+    let node_requests = |sim: &Sim| -> Vec<String> {
+        let on_nodes = sim.requests().into_iter().filter(|r| r.resource == "nodes");
+        on_nodes.map(|r| r.verb).collect()
+    };
+    sim.clear_requests();
+    let found = b.find(&cx(), &job(1)).await.unwrap();
+    assert_eq!(found.objects[0].state, dispatch_core::ObjectState::Running);
+    assert_eq!(node_requests(&sim), ["list"], "the 40 Nodes in one list");
+
+    let getter = Identity::new("getter")
+        .allow(Rule::all().in_namespace(NS))
+        .allow(Rule::new(&["get"], "", &["nodes"]))
+        .allow(Rule::new(&["get"], "trainer.kubeflow.org", &["clustertrainingruntimes"]))
+        .allow(Rule::new(&["create"], "authorization.k8s.io", &["selfsubjectaccessreviews"]));
+    sim.add_identity(getter);
+    let config = proxy.config(&sim, "getter").await;
+    let cluster =
+        dispatch_kf_client::Cluster::from_kube_config(config, Duration::from_secs(5)).unwrap();
+    let through = KubeflowBackend::with_cluster(settings(json!({})), cluster, &cx()).await.unwrap();
+    let lacking = &through.preflight().lacking;
+    assert!(lacking.iter().any(|p| p.starts_with("list nodes: ")), "{lacking:?}");
     let before = proxy.connections_made();
     sim.clear_requests();
     let found = through.find(&cx(), &job(1)).await.unwrap();
     let opened = proxy.connections_made() - before;
     assert_eq!(found.objects[0].state, dispatch_core::ObjectState::Running);
-    let node_gets = sim.requests().iter().filter(|r| r.resource == "nodes").count();
-    assert_eq!(node_gets, 40, "each Node is read once");
+    assert_eq!(node_requests(&sim), vec!["get"; 40], "each Node is read once");
     assert!(opened <= 8 + 1, "{opened} connections for one Find");
 }

@@ -176,7 +176,7 @@ async fn ceased_on_a_reference_whose_uid_is_gone_is_not_found() {
 async fn ceased_without_permission_to_get_nodes_is_unsupported() {
     let sim = cluster().await;
     let b = without_nodes_or_jobs(&sim, "no-nodes").await;
-    assert!(!b.preflight().nodes_readable);
+    assert!(!b.preflight().nodes.readable());
     let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
     assert_eq!(b.ceased(&cx(), &object).await.unwrap_err().kind(), Kind::Unsupported);
 }
