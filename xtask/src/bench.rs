@@ -4,6 +4,9 @@
 //! other TrainJobs, N watched jobs; docs/benchmarks.md); with `--stack NAME`, on the
 //! real control plane of that stack, started for it and stopped after.
 //!
+//! `cargo xtask bench job` runs one big job on the real control plane, each step through
+//! `dispatch-kf` beside `kubectl` (`bench/job.rs`).
+//!
 //! `cargo xtask bench classify`: times `dispatch-kf classify -o json` on two generated
 //! dumps, at 1x, 4x and 16x the size, against two baselines reading the same bytes:
 //! the skim (`serde_json` looking at every byte and keeping nothing, the model's
@@ -22,6 +25,7 @@
 
 mod cli;
 mod heavy;
+mod job;
 mod lean;
 mod list;
 
@@ -76,14 +80,16 @@ struct Programs {
     baseline: PathBuf,
 }
 
-/// Runs the benchmark named by `args[0]`: `classify`, `cli` or `scale`.
+/// Runs the benchmark named by `args[0]`: `classify`, `cli`, `job` or `scale`.
 pub(crate) fn run(args: &[String]) -> run::Result {
     const USAGE: &str = "usage: cargo xtask bench classify [--max-scale N] [--keep]
        cargo xtask bench cli
+       cargo xtask bench job [--stack NAME] [--pods 1024] [--gpus-per-pod 1] [--runs 3]
        cargo xtask bench scale [--stack NAME | --kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]";
     match args.first().map(String::as_str) {
         Some("classify") => {}
         Some("cli") => return cli::run(),
+        Some("job") => return job::run(&args[1..]),
         Some("scale") => return scale(&args[1..]),
         _ => return Err(USAGE.to_owned()),
     }

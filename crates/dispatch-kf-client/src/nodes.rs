@@ -86,7 +86,7 @@ impl Cluster {
             let names: Vec<&str> = names.iter().copied().collect();
             for chunk in names.chunks(NAMES_PER_LIST) {
                 let hostnames = chunk.iter().map(|n| (*n).to_owned()).collect();
-                let listed = self.list_in(cx, NODE, "", HOSTNAME_LABEL, &hostnames).await?;
+                let listed = self.list_in(cx, NODE, "", HOSTNAME_LABEL, &hostnames, None).await?;
                 // A Node whose hostname is another's name is not that Node.
                 found.extend(listed.into_iter().filter(|n| chunk.contains(&n.meta().name())));
             }

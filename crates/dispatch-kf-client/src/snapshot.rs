@@ -8,8 +8,8 @@
 //! the namespace when it keeps one ([`Known::Index`]), else from the job's own objects
 //! ([`Known::Implied`]): every object of one submission bears the same name, so each
 //! submission a listed object or a labelled pod names gives the names of its TrainJob,
-//! JobSet and runtime copy. Pods come by the job-id label and by JobSet's jobset-name
-//! label, Workloads by the UIDs of the TrainJobs, Nodes as the adapter may read them
+//! JobSet and runtime copy. Pods come by the job-id label, then by JobSet's jobset-name
+//! label those that lack it (so each pod is read once, however many ranks), Workloads by the UIDs of the TrainJobs, Nodes as the adapter may read them
 //! (`nodes.rs`). Nothing read grows with the rest of the namespace.
 
 use std::collections::BTreeSet;
@@ -111,12 +111,14 @@ impl Cluster {
             train_jobs.iter().chain(&job_sets).map(|o| o.meta().name().to_owned()).collect();
         let train_job_uids: BTreeSet<String> =
             train_jobs.iter().map(|o| o.meta().uid().to_owned()).collect();
+        let unlabelled = format!("{}!={}", keys::LABEL_JOB_ID, query.job);
         let (jobset_pods, workloads) = futures::try_join!(
-            self.list_in(cx, POD, ns, keys::JOBSET_NAME, &job_set_names),
+            self.list_in(cx, POD, ns, keys::JOBSET_NAME, &job_set_names, Some(&unlabelled)),
             async {
                 match query.mode {
                     Mode::Kueue => {
-                        self.list_in(cx, WORKLOAD, ns, keys::KUEUE_JOB_UID, &train_job_uids).await
+                        let uid = keys::KUEUE_JOB_UID;
+                        self.list_in(cx, WORKLOAD, ns, uid, &train_job_uids, None).await
                     }
                     Mode::Plain => Ok(Vec::new()),
                 }
@@ -153,10 +155,11 @@ impl Cluster {
         job_sets: &BTreeSet<String>,
     ) -> Result<Vec<View>> {
         let by_label = format!("{}={}", keys::LABEL_JOB_ID, job);
+        let unlabelled = format!("{}!={}", keys::LABEL_JOB_ID, job);
         let jobs = self.objects(JOB, namespace);
         let (labelled, of_job_sets) = futures::try_join!(
             jobs.list(cx, &by_label),
-            self.list_in(cx, JOB, namespace, keys::JOBSET_NAME, job_sets),
+            self.list_in(cx, JOB, namespace, keys::JOBSET_NAME, job_sets, Some(&unlabelled)),
         )?;
         let mut seen = BTreeSet::new();
         Ok(labelled
@@ -167,7 +170,8 @@ impl Cluster {
             .collect())
     }
 
-    /// The objects of `resource` whose `label` is one of `values`, in one request.
+    /// The objects of `resource` whose `label` is one of `values` (and that `also`
+    /// selects, when given), in one request.
     pub(crate) async fn list_in(
         &self,
         cx: &CallContext,
@@ -175,12 +179,16 @@ impl Cluster {
         namespace: &str,
         label: &str,
         values: &BTreeSet<String>,
+        also: Option<&str>,
     ) -> Result<Vec<View>> {
         if values.is_empty() {
             return Ok(Vec::new());
         }
         let values: Vec<&str> = values.iter().map(String::as_str).collect();
-        let selector = format!("{label} in ({})", values.join(","));
+        let mut selector = format!("{label} in ({})", values.join(","));
+        if let Some(also) = also {
+            selector = format!("{selector},{also}");
+        }
         Ok(self.objects(resource, namespace).list(cx, &selector).await?.items)
     }
 }

@@ -78,12 +78,23 @@ async fn a_job_snapshot_holds_its_train_job_job_set_pods_and_nodes() {
     let sim = sim_with_a_node().await;
     install_job(&sim, &job(1), 2, true);
     install_job(&sim, &job(2), 2, true);
+    sim.clear_requests();
     let snapshot =
         cluster(&sim).await.read_job(&CallContext::background(), query(&job(1))).await.unwrap();
     assert_eq!(snapshot.train_jobs.len(), 1);
     assert_eq!(snapshot.train_jobs[0].meta.name(), names::make(&job(1), 1));
     assert_eq!(snapshot.job_sets.len(), 1);
-    assert_eq!(snapshot.pods.len(), 2, "pods come once, though both selectors find them");
+    assert_eq!(snapshot.pods.len(), 2);
+    // The JobSet's pods are read by its name only when they lack the job's label: a
+    // pod is read once, however many ranks.
+    let by_job_set: Vec<String> = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.resource == "pods" && r.query.contains("jobset-name"))
+        .map(|r| r.query.replace("%2F", "/").replace("%21%3D", "!=").replace("%3D", "="))
+        .collect();
+    let unlabelled = format!("{}!={}", keys::LABEL_JOB_ID, job(1));
+    assert!(by_job_set.len() == 1 && by_job_set[0].contains(&unlabelled), "{by_job_set:?}");
     assert_eq!(snapshot.nodes.len(), 1);
 }
 

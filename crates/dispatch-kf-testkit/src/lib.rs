@@ -215,7 +215,16 @@ pub fn containers_ended(pod: &Value, code: i32, reason: &str) -> Value {
 /// A memory figure of this process from `/proc/self/status` (`VmRSS`, resident now;
 /// `VmHWM`, its peak), in KiB; 0 where there is none.
 pub fn memory_kib(key: &str) -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    memory_kib_in("/proc/self/status", key)
+}
+
+/// [`memory_kib`] of the process `pid`.
+pub fn memory_kib_of(pid: u32, key: &str) -> f64 {
+    memory_kib_in(&format!("/proc/{pid}/status"), key)
+}
+
+fn memory_kib_in(status: &str, key: &str) -> f64 {
+    let status = std::fs::read_to_string(status).unwrap_or_default();
     status
         .lines()
         .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))

@@ -97,6 +97,10 @@ struct Shared {
     thawed: Notify,
     /// How long each piece waits before it passes, in milliseconds ([`Proxy::slow`]).
     delay_ms: AtomicU64,
+    /// Request lines carried toward the sim ([`Proxy::requests_seen`]).
+    requests: AtomicU64,
+    /// Bytes carried back from the sim ([`Proxy::bytes_received`]).
+    received: AtomicU64,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -216,6 +220,17 @@ impl Proxy {
         self.port
     }
 
+    /// How many requests its clients sent so far: the HTTP/1.1 request lines carried
+    /// toward the apiserver (its clients speak HTTP/1.1 to it).
+    pub fn requests_seen(&self) -> u64 {
+        self.shared.requests.load(Ordering::SeqCst)
+    }
+
+    /// How many bytes of HTTP its clients received so far (TLS onward not counted).
+    pub fn bytes_received(&self) -> u64 {
+        self.shared.received.load(Ordering::SeqCst)
+    }
+
     /// Every connection open now passes nothing more, either way, until [`Proxy::thaw`];
     /// connections made later pass as before.
     pub fn freeze(&self) {
@@ -291,6 +306,7 @@ async fn pipe(
     toward_sim: bool,
 ) {
     let mut buf = vec![0u8; 16 * 1024];
+    let mut lines = RequestLines::default();
     loop {
         let n = match from.read(&mut buf).await {
             Ok(0) | Err(_) => return,
@@ -298,6 +314,9 @@ async fn pipe(
         };
         if toward_sim {
             shared.carried(&connection, &buf[..n]);
+            shared.requests.fetch_add(lines.count(&buf[..n]), Ordering::SeqCst);
+        } else {
+            shared.received.fetch_add(n as u64, Ordering::SeqCst);
         }
         shared.until_heard(&connection).await;
         let delay = shared.delay_ms.load(Ordering::SeqCst);
@@ -306,6 +325,43 @@ async fn pipe(
         }
         if to.write_all(&buf[..n]).await.is_err() {
             return;
+        }
+    }
+}
+
+/// Counts the HTTP/1.1 request lines in what one connection carries, piece by piece: the
+/// end of each line, ` HTTP/1.1` and CRLF, however the pieces cut it.
+#[derive(Default)]
+struct RequestLines {
+    /// The end of the last piece, as long as the mark less one byte.
+    tail: Vec<u8>,
+}
+
+impl RequestLines {
+    const MARK: &[u8] = b" HTTP/1.1\r\n";
+
+    /// The request lines that end in `piece`.
+    fn count(&mut self, piece: &[u8]) -> u64 {
+        let mut joined = std::mem::take(&mut self.tail);
+        joined.extend_from_slice(piece);
+        let found = joined.windows(Self::MARK.len()).filter(|w| *w == Self::MARK).count();
+        let keep = joined.len().saturating_sub(Self::MARK.len() - 1);
+        self.tail = joined.split_off(keep);
+        found as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RequestLines;
+
+    #[test]
+    fn request_lines_are_counted_however_the_pieces_cut_them() {
+        let stream = b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\n\r\n{}";
+        for cut in 1..stream.len() {
+            let mut lines = RequestLines::default();
+            let (a, b) = stream.split_at(cut);
+            assert_eq!(lines.count(a) + lines.count(b), 2, "cut at {cut}");
         }
     }
 }
