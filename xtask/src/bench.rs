@@ -4,8 +4,9 @@
 //! other TrainJobs, N watched jobs; docs/benchmarks.md); with `--stack NAME`, on the
 //! real control plane of that stack, started for it and stopped after.
 //!
-//! `cargo xtask bench job` runs one big job on the real control plane, each step through
-//! `dispatch-kf` beside `kubectl` (`bench/job.rs`).
+//! `cargo xtask bench job` runs one big job on the real control plane, and `cargo xtask
+//! bench many-jobs` reads a cluster of many TrainJobs, each step through `dispatch-kf`
+//! beside `kubectl` (`bench/real.rs`).
 //!
 //! `cargo xtask bench classify`: times `dispatch-kf classify -o json` on two generated
 //! dumps, at 1x, 4x and 16x the size, against two baselines reading the same bytes:
@@ -25,9 +26,9 @@
 
 mod cli;
 mod heavy;
-mod job;
 mod lean;
 mod list;
+mod real;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -80,16 +81,18 @@ struct Programs {
     baseline: PathBuf,
 }
 
-/// Runs the benchmark named by `args[0]`: `classify`, `cli`, `job` or `scale`.
+/// Runs the benchmark named by `args[0]`: `classify`, `cli`, `job`, `many-jobs` or `scale`.
 pub(crate) fn run(args: &[String]) -> run::Result {
     const USAGE: &str = "usage: cargo xtask bench classify [--max-scale N] [--keep]
        cargo xtask bench cli
        cargo xtask bench job [--stack NAME] [--pods 1024] [--gpus-per-pod 1] [--runs 3]
+       cargo xtask bench many-jobs [--stack NAME] [--train-jobs 10000] [--namespaces 100] [--runs 3]
        cargo xtask bench scale [--stack NAME | --kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]";
     match args.first().map(String::as_str) {
         Some("classify") => {}
         Some("cli") => return cli::run(),
-        Some("job") => return job::run(&args[1..]),
+        Some("job") => return real::job(&args[1..]),
+        Some("many-jobs") => return real::many_jobs(&args[1..]),
         Some("scale") => return scale(&args[1..]),
         _ => return Err(USAGE.to_owned()),
     }

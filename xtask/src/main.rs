@@ -5,9 +5,9 @@
 //!   tests; with `--real`, then the end-to-end suite on the real control plane and a
 //!   short chaos run.
 //! - `cargo xtask bench classify`: offline classification against a plain JSON parse;
-//!   `cargo xtask bench cli`: every command on `sim serve`; `cargo xtask bench job`: one
-//!   big job on the real control plane beside kubectl; `cargo xtask bench scale`: one
-//!   Backend among many jobs (docs/benchmarks.md).
+//!   `cargo xtask bench cli`: every command on `sim serve`; `cargo xtask bench job` and
+//!   `bench many-jobs`: one big job, and many TrainJobs, on the real control plane beside
+//!   kubectl; `cargo xtask bench scale`: one Backend among many jobs (docs/benchmarks.md).
 //! - `cargo xtask e2e --kubeconfig FILE | --real [--stack NAME]`: the end-to-end suite
 //!   against a real cluster, or on the real control plane of `cargo xtask cluster` in
 //!   both modes.
@@ -53,7 +53,7 @@ mod tidy;
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: cargo xtask <test|ci|bench classify|bench cli|bench job|bench scale|chaos|e2e|cluster|matrix|fidelity|fixtures|soak|dist|python|install|fuzz>
+    "usage: cargo xtask <test|ci|bench classify|bench cli|bench job|bench many-jobs|bench scale|chaos|e2e|cluster|matrix|fidelity|fixtures|soak|dist|python|install|fuzz>
 
   test             run every test of the workspace
   ci [--real]      cargo fmt --check, clippy -D warnings, cargo doc, then test; with
@@ -63,6 +63,9 @@ const USAGE: &str =
   bench cli        every command's wall time on sim serve; writing commands within 2x find
   bench job [--stack NAME] [--pods 1024] [--gpus-per-pod 1] [--runs 3]
                    one big job on the real control plane, each step beside kubectl
+  bench many-jobs [--stack NAME] [--train-jobs 10000] [--namespaces 100] [--runs 3]
+                   explain -A and find among many TrainJobs on the real control plane,
+                   beside kubectl get
   bench scale [--stack NAME | --kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]
                    one Backend in a namespace of M other TrainJobs watching N jobs: Find's
                    requests, bytes, latency and CPU, watch requests, memory per watched

@@ -6,14 +6,15 @@
 use std::time::Duration;
 
 use dispatch_core::{Error, Result};
-use dispatch_kf::{Explain, ModeChoice, explain};
+use dispatch_kf::{Explain, ModeChoice, explain_pages};
 use dispatch_kf_client::{Cluster, ClusterConfig, Scope};
 use dispatch_kf_model::Kubeconfig;
 use dispatch_kf_model::Mode;
 use dispatch_kf_model::keys;
 
 use crate::connect::{DEFAULT_TIMEOUT, KubectlArgs, block_on, call_context};
-use crate::output::{self, Format};
+use crate::output::Format;
+use crate::paged::Pages;
 use crate::settings::DEFAULT_NAME;
 
 /// `--mode`.
@@ -102,23 +103,17 @@ pub(crate) fn run(args: Args) -> Result<()> {
         };
         let cluster = Cluster::connect(&config).await?;
         let request = Explain { scope, mode, backend: DEFAULT_NAME };
-        let observations = explain(&cluster, &cx, request).await?;
-        let now = jiff::Timestamp::now();
         let format = Format::or_default(args.output);
-        if observations.is_empty() && matches!(format, Format::Table | Format::Wide) {
+        let mut pages = Pages::new(format, scope == Scope::Everywhere, jiff::Timestamp::now());
+        explain_pages(&cluster, &cx, request, |page| pages.page(&page)).await?;
+        if !pages.finish()? && matches!(format, Format::Table | Format::Wide) {
             // As kubectl get says it, on standard error: the table has no rows.
             match namespace {
                 Some(namespace) => eprintln!("No TrainJobs found in {namespace} namespace."),
                 None => eprintln!("No TrainJobs found."),
             }
-            return Ok(());
         }
-        match scope {
-            Scope::Everywhere => {
-                output::print_observations_of_every_namespace(&observations, Some(format), now)
-            }
-            _ => output::print_observations(&observations, Some(format), now),
-        }
+        Ok(())
     })
 }
 

@@ -16,6 +16,7 @@ mod explain;
 mod lifecycle;
 mod observe;
 mod output;
+mod paged;
 mod preflight;
 mod preflight_cache;
 mod private_file;

@@ -266,39 +266,20 @@ pub(crate) fn print_observations(
     format: Option<Format>,
     now: jiff::Timestamp,
 ) -> Result<(), Error> {
-    print_laid_out(observations, format, now, |layout| layout)
-}
-
-/// [`print_observations`] of objects from every namespace: a table starts with a
-/// NAMESPACE column, as `kubectl get -A` prints it.
-pub(crate) fn print_observations_of_every_namespace(
-    observations: &[dispatch_core::ObjectObs],
-    format: Option<Format>,
-    now: jiff::Timestamp,
-) -> Result<(), Error> {
-    let with_namespaces = |layout| crate::table::Layout { namespaces: true, ..layout };
-    print_laid_out(observations, format, now, with_namespaces)
-}
-
-fn print_laid_out(
-    observations: &[dispatch_core::ObjectObs],
-    format: Option<Format>,
-    now: jiff::Timestamp,
-    lay_out: impl FnOnce(crate::table::Layout) -> crate::table::Layout,
-) -> Result<(), Error> {
     let format = Format::or_default(format);
     match format {
         Format::Table | Format::Wide => {
-            let layout = lay_out(crate::table::Layout::stdout(format == Format::Wide));
+            let layout = crate::table::Layout::stdout(format == Format::Wide);
             write_stdout(crate::table::render(observations, now, layout).as_bytes())
         }
         Format::Json | Format::Yaml => print_structured(&observations, format),
-        Format::Name => {
-            let names: String =
-                observations.iter().map(|o| format!("{}\n", kubectl_name(&o.object))).collect();
-            write_stdout(names.as_bytes())
-        }
+        Format::Name => write_stdout(name_lines(observations).as_bytes()),
     }
+}
+
+/// A line per observation's object, as `kubectl get -o name` prints it.
+pub(crate) fn name_lines(observations: &[dispatch_core::ObjectObs]) -> String {
+    observations.iter().map(|o| format!("{}\n", kubectl_name(&o.object))).collect()
 }
 
 /// An object as `kubectl get -o name` prints it, `<resource>.<group>/<name>` (a core

@@ -78,15 +78,19 @@ pub(crate) fn terminal_width() -> usize {
     terminal.or(columns).unwrap_or(DEFAULT_WIDTH)
 }
 
-/// The widths of the columns before DETAIL.
+/// The widths of the columns before DETAIL, and of NAMESPACE when it is shown.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Columns([usize; 9]);
+pub(crate) struct Columns {
+    widths: [usize; 9],
+    namespace: usize,
+}
 
 impl Columns {
-    /// As wide as the headers: a table printed whole fits its rows.
+    /// As wide as the headers: a table printed whole fits its rows, and one printed a
+    /// page at a time (`explain`) widens as its pages need, never back.
     pub(crate) fn fitted() -> Columns {
         let headers = HEADERS.map(str::len);
-        Columns(std::array::from_fn(|i| headers[i]))
+        Columns { widths: std::array::from_fn(|i| headers[i]), namespace: NAMESPACE_HEADER.len() }
     }
 
     /// For a stream of rows (`watch`): each column as wide as the widest value it can
@@ -104,7 +108,7 @@ impl Columns {
             (5, widest(&Provenance::NAMES)),
         ];
         for (i, w) in known {
-            columns.0[i] = columns.0[i].max(w);
+            columns.widths[i] = columns.widths[i].max(w);
         }
         columns
     }
@@ -128,18 +132,20 @@ pub(crate) fn render_in(
         .map(|o| layout.colour.then(|| state_colour(o.state, o.cause.kind)))
         .collect();
     for r in &rows {
-        for (w, cell) in columns.0.iter_mut().zip(r.iter()) {
+        for (w, cell) in columns.widths.iter_mut().zip(r.iter()) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let widths = &columns.0;
+    for o in observations {
+        columns.namespace = columns.namespace.max(o.object.namespace.chars().count());
+    }
+    let (widths, namespace_width) = (&columns.widths, columns.namespace);
     let mut out = String::new();
     let header = HEADERS.map(str::to_owned);
     let lines = std::iter::once((&header, None)).chain(rows.iter().zip(colours));
     let namespaces: Vec<&str> = std::iter::once(NAMESPACE_HEADER)
         .chain(observations.iter().map(|o| o.object.namespace.as_str()))
         .collect();
-    let namespace_width = namespaces.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     for ((r, colour), namespace) in lines.zip(namespaces) {
         let mut line = String::new();
         let mut visible = 0;

@@ -62,6 +62,7 @@ pub mod error_map;
 mod identity;
 mod nodes;
 mod objects;
+mod pages;
 mod probe;
 pub mod resources;
 mod snapshot;
@@ -74,7 +75,10 @@ pub use cancel::cancellable;
 pub use cluster::{Cluster, ClusterConfig, WATCH_TIMEOUT};
 pub use identity::Identity;
 pub use nodes::{HOSTNAME_LABEL, NodeReads};
-pub use objects::{CONFLICT_TRIES, Created, Deleted, LIST_PAGE, LIST_RESTARTS, Objects};
+pub use objects::{
+    CONFLICT_TRIES, Created, Deleted, JOB_LIST_PAGE, LIST_PAGE, LIST_RESTARTS, Objects,
+};
+pub use pages::{Pages, storage_order, storage_order_of};
 pub use probe::Permission;
 pub use snapshot::{JobQuery, Known, KnownNames};
 pub use survey::Scope;

@@ -27,6 +27,11 @@ pub const LIST_RESTARTS: usize = 3;
 
 /// How many objects one page of a list asks for: kubectl's `--chunk-size` default.
 pub const LIST_PAGE: u32 = 500;
+/// How many objects one page of a list of one job's objects asks for
+/// ([`Objects::of_one_job`]): every pod of the largest jobs in one answer, so that a
+/// Find's requests do not grow with the job's ranks. The job's objects are held whole
+/// once read, so smaller pages would only add requests.
+pub const JOB_LIST_PAGE: u32 = 10_000;
 /// How many tries a read-modify-write makes in all before a conflict is final.
 pub const CONFLICT_TRIES: usize = 8;
 
@@ -64,25 +69,33 @@ pub struct Objects<'a> {
     cluster: &'a Cluster,
     pub(crate) resource: Resource,
     pub(crate) namespace: Option<String>,
+    /// How many objects a page of a list asks for.
+    page: u32,
 }
 
 impl Cluster {
     /// Requests on `resource` in `namespace` (ignored for cluster-scoped kinds).
     pub fn objects(&self, resource: Resource, namespace: &str) -> Objects<'_> {
         let namespace = resource.namespaced.then(|| namespace.to_owned());
-        Objects { cluster: self, resource, namespace }
+        Objects { cluster: self, resource, namespace, page: LIST_PAGE }
     }
 
     /// Requests on `resource` in every namespace (the same as [`Cluster::objects`] for
     /// a cluster-scoped kind).
     pub fn objects_everywhere(&self, resource: Resource) -> Objects<'_> {
-        Objects { cluster: self, resource, namespace: None }
+        Objects { cluster: self, resource, namespace: None, page: LIST_PAGE }
     }
 }
 
 impl Objects<'_> {
     pub(crate) fn cluster(&self) -> &Cluster {
         self.cluster
+    }
+
+    /// These requests, their lists selecting one job's objects: pages of
+    /// [`JOB_LIST_PAGE`].
+    pub fn of_one_job(self) -> Self {
+        Objects { page: JOB_LIST_PAGE, ..self }
     }
 
     /// kube's request builder for the collection's URL.
@@ -145,25 +158,17 @@ impl Objects<'_> {
     }
 
     /// Lists what classification reads of the objects matching `selector` (empty:
-    /// all), [`LIST_PAGE`] objects a request, as kubectl pages a list, so no answer
+    /// all), [`LIST_PAGE`] objects a request (unless [`Objects::of_one_job`]), as kubectl
+    /// pages a list, so no answer
     /// holds a whole namespace (or cluster) at once; restarted from scratch up to
     /// [`LIST_RESTARTS`] times when the resource version (or a page's continue token)
     /// expires.
     pub async fn list(&self, cx: &CallContext, selector: &str) -> Result<Listed> {
-        let kind = self.resource.kind;
-        let what = self.what("list", &format!("-l {selector:?}"));
         let mut restarts = 0;
         'whole: loop {
             let mut listed = Listed::default();
             loop {
-                let mut params = ListParams::default().labels(selector).limit(LIST_PAGE);
-                if !listed.continue_token.is_empty() {
-                    params = params.continue_token(&listed.continue_token);
-                }
-                let build = |r: &Request| r.list(&params);
-                let page =
-                    self.send(cx, RequestClass::Read, &what, build, |b| answer::read_list(kind, b));
-                match page.await {
+                match self.page(cx, selector, &listed.continue_token).await {
                     Ok(page) => {
                         listed.items.extend(page.items);
                         listed.resource_version = page.resource_version;
@@ -179,6 +184,24 @@ impl Objects<'_> {
                 }
             }
         }
+    }
+
+    /// One page of the list of what `selector` selects: a page's objects from
+    /// `continue_token` (empty: the first page).
+    pub(crate) async fn page(
+        &self,
+        cx: &CallContext,
+        selector: &str,
+        continue_token: &str,
+    ) -> std::result::Result<Listed, Failed> {
+        let kind = self.resource.kind;
+        let what = self.what("list", &format!("-l {selector:?}"));
+        let mut params = ListParams::default().labels(selector).limit(self.page);
+        if !continue_token.is_empty() {
+            params = params.continue_token(continue_token);
+        }
+        let build = |r: &Request| r.list(&params);
+        self.send(cx, RequestClass::Read, &what, build, |b| answer::read_list(kind, b)).await
     }
 
     /// Lists the objects matching `selector` whole, in one answer (unlike
@@ -212,7 +235,7 @@ impl Objects<'_> {
 
     /// A list's failure: `Ok` when its resource version expired and it may start
     /// again (one more of `restarts`), else the error to answer with.
-    fn expired_again(&self, failed: Failed, restarts: &mut usize) -> Result<()> {
+    pub(crate) fn expired_again(&self, failed: Failed, restarts: &mut usize) -> Result<()> {
         match failed {
             Failed { case: Case::Expired, .. } if *restarts < LIST_RESTARTS => {
                 *restarts += 1;

@@ -79,10 +79,10 @@ impl Cluster {
         let known = query.known;
         let ns = query.namespace;
         let (tj, js, rt, pod) = (
-            self.objects(TRAIN_JOB, ns),
-            self.objects(JOB_SET, ns),
-            self.objects(TRAINING_RUNTIME, ns),
-            self.objects(POD, ns),
+            self.objects(TRAIN_JOB, ns).of_one_job(),
+            self.objects(JOB_SET, ns).of_one_job(),
+            self.objects(TRAINING_RUNTIME, ns).of_one_job(),
+            self.objects(POD, ns).of_one_job(),
         );
         // Children before parents: an object is made after its owner, so a child read
         // first whose owner the later read misses really has lost it. Read together, a
@@ -156,7 +156,7 @@ impl Cluster {
     ) -> Result<Vec<View>> {
         let by_label = format!("{}={}", keys::LABEL_JOB_ID, job);
         let unlabelled = format!("{}!={}", keys::LABEL_JOB_ID, job);
-        let jobs = self.objects(JOB, namespace);
+        let jobs = self.objects(JOB, namespace).of_one_job();
         let (labelled, of_job_sets) = futures::try_join!(
             jobs.list(cx, &by_label),
             self.list_in(cx, JOB, namespace, keys::JOBSET_NAME, job_sets, Some(&unlabelled)),
@@ -171,7 +171,7 @@ impl Cluster {
     }
 
     /// The objects of `resource` whose `label` is one of `values` (and that `also`
-    /// selects, when given), in one request.
+    /// selects, when given), of one job: in one request.
     pub(crate) async fn list_in(
         &self,
         cx: &CallContext,
@@ -189,7 +189,7 @@ impl Cluster {
         if let Some(also) = also {
             selector = format!("{selector},{also}");
         }
-        Ok(self.objects(resource, namespace).list(cx, &selector).await?.items)
+        Ok(self.objects(resource, namespace).of_one_job().list(cx, &selector).await?.items)
     }
 }
 

@@ -144,6 +144,24 @@ async fn a_job_snapshot_takes_as_many_requests_in_a_crowded_namespace_as_in_an_e
     assert!(alone <= 10, "{alone} requests for one job");
 }
 
+/// A job of more ranks than a namespace-wide list's page (500) is read in as many
+/// requests as a job of two: a job's lists ask for pages of `JOB_LIST_PAGE`.
+#[tokio::test]
+async fn a_job_of_many_ranks_is_read_in_as_many_requests_as_a_job_of_two() {
+    let sim = sim_with_a_node().await;
+    let c = cluster(&sim).await;
+    install_job(&sim, &job(1), 2, true);
+    install_job(&sim, &job(2), 1_200, true);
+    let mut requests = Vec::new();
+    for n in [1, 2] {
+        sim.clear_requests();
+        let snapshot = c.read_job(&CallContext::background(), query(&job(n))).await.unwrap();
+        requests.push(sim.requests().len());
+        assert_eq!(snapshot.pods.len(), if n == 1 { 2 } else { 1_200 });
+    }
+    assert_eq!(requests[0], requests[1], "{requests:?}");
+}
+
 /// A job whose ranks run on many Nodes: with `list` on Nodes, one list by the hostname
 /// label reads them all, whatever the number of ranks, and a get reads each Node whose
 /// hostname label is not its name; with `get` alone, a get each. Both find the same

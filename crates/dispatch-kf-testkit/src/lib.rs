@@ -3,6 +3,8 @@
 //! clients and a Backend made by Factory on it, as any identity; settings, requests and
 //! call contexts; a [`Proxy`] whose connections can go silent. Not published: a dev-dependency of the crates whose tests need it.
 
+pub mod commands;
+pub mod crowd;
 mod proxy;
 
 use std::time::Duration;

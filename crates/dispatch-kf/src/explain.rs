@@ -1,7 +1,8 @@
 //! Explain: the observation of TrainJobs whoever made them, read on a cluster without the
 //! adapter's settings or a Backend (`docs/cli.md#explain-any-trainjob`).
 //!
-//! The reads are the client's (`Cluster::read_train_jobs`, `Cluster::read_around`),
+//! The reads are the client's (`Cluster::read_around` for one TrainJob,
+//! `Cluster::survey` for a namespace or every namespace, a page at a time),
 //! the decisions the model's (`Mode::of_train_job`, `classify_train_jobs`): this
 //! composes them and reads the clock. It needs only read permissions: get and list on
 //! TrainJobs, JobSets, pods and, where Kueue is served, Workloads; get on Nodes is used
@@ -9,10 +10,12 @@
 //! node-lost from its Node.
 
 use dispatch_core::{CallContext, Error, ObjectObs, Result};
-use dispatch_kf_client::resources::WORKLOAD;
-use dispatch_kf_client::{Cluster, Scope};
+use dispatch_kf_client::resources::{TRAIN_JOB, WORKLOAD};
+#[cfg(doc)]
+use dispatch_kf_client::storage_order;
+use dispatch_kf_client::{Cluster, Scope, storage_order_of};
 use dispatch_kf_model::view::View;
-use dispatch_kf_model::{ClassifyOptions, Mode, classify_train_jobs};
+use dispatch_kf_model::{ClassifyOptions, Mode, Snapshot, classify_train_jobs};
 
 use crate::edge;
 
@@ -38,46 +41,116 @@ pub struct Explain<'a> {
     pub backend: &'a str,
 }
 
-/// The observation of each TrainJob in `request.scope`, sorted by namespace, name and
-/// UID; a named TrainJob that does not exist is `NotFound`, and `--mode kueue` on a
-/// cluster that does not serve Kueue's API is `Unsupported`.
+/// The observation of each TrainJob in `request.scope`, in the order the apiserver lists
+/// them (by namespace and name: [`storage_order`]); a named TrainJob that does not exist
+/// is `NotFound`, and `--mode kueue` on a cluster that does not serve Kueue's API is
+/// `Unsupported`. [`explain_pages`] without the pages.
 pub async fn explain(
     cluster: &Cluster,
     cx: &CallContext,
     request: Explain<'_>,
 ) -> Result<Vec<ObjectObs>> {
-    let train_jobs = cluster.read_train_jobs(cx, request.scope).await?;
-    let queued = train_jobs.iter().any(|v| match v {
-        View::TrainJob(tj) => Mode::of_train_job(tj, true) == Mode::Kueue,
-        _ => false,
-    });
-    let kueue_served = match request.mode {
-        ModeChoice::Fixed(Mode::Plain) => false,
-        ModeChoice::Auto if !queued => false,
-        ModeChoice::Auto | ModeChoice::Fixed(Mode::Kueue) => {
-            cluster.serves(cx, &WORKLOAD.api_version()).await?
-        }
-    };
-    if request.mode == ModeChoice::Fixed(Mode::Kueue) && !kueue_served {
-        return Err(Error::unsupported(format!(
-            "Kueue mode, but the cluster does not serve Kueue's API ({})",
-            WORKLOAD.api_version()
-        )));
+    let mut all = Vec::new();
+    explain_pages(cluster, cx, request, |page| {
+        all.extend(page);
+        Ok(())
+    })
+    .await?;
+    Ok(all)
+}
+
+/// [`explain`], handing `each` the observations of one page of TrainJobs (at most
+/// [`LIST_PAGE`](dispatch_kf_client::LIST_PAGE)) before the next page is read, so that
+/// explaining a cluster holds one page of it at a time; `each` failing stops it.
+pub async fn explain_pages(
+    cluster: &Cluster,
+    cx: &CallContext,
+    request: Explain<'_>,
+    mut each: impl FnMut(Vec<ObjectObs>) -> Result<()>,
+) -> Result<()> {
+    let mut kueue = KueueServed { choice: request.mode, served: None };
+    if request.mode == ModeChoice::Fixed(Mode::Kueue) {
+        kueue.ask(cluster, cx).await?;
     }
-    let namespace = match request.scope {
-        Scope::Named { namespace, .. } | Scope::Namespace(namespace) => namespace,
-        Scope::Everywhere => "",
+    let (namespace, name) = match request.scope {
+        Scope::Named { namespace, name } => (Some(namespace), Some(name)),
+        Scope::Namespace(namespace) => (Some(namespace), None),
+        Scope::Everywhere => (None, None),
     };
-    let nodes = cluster.node_reads(cx, namespace).await?;
-    let snapshot = cluster.read_around(cx, request.scope, train_jobs, nodes, kueue_served).await?;
-    let options = ClassifyOptions {
-        mode: Mode::Plain,
-        nodes_readable: nodes.readable(),
-        backend: request.backend.to_owned(),
+    let nodes = cluster.node_reads(cx, namespace.unwrap_or_default()).await?;
+    let explained = |snapshot: &Snapshot, kueue_served: bool| {
+        let options = ClassifyOptions {
+            mode: Mode::Plain,
+            nodes_readable: nodes.readable(),
+            backend: request.backend.to_owned(),
+        };
+        let mode_of = |tj: &_| match request.mode {
+            ModeChoice::Auto => Mode::of_train_job(tj, kueue_served),
+            ModeChoice::Fixed(mode) => mode,
+        };
+        let mut observations = classify_train_jobs(snapshot, &options, mode_of, edge::now());
+        observations.sort_by(|a, b| {
+            let (a, b) = (&a.object, &b.object);
+            storage_order_of((&a.namespace, &a.name), (&b.namespace, &b.name))
+        });
+        observations
     };
-    let mode_of = |tj: &_| match request.mode {
-        ModeChoice::Auto => Mode::of_train_job(tj, kueue_served),
-        ModeChoice::Fixed(mode) => mode,
-    };
-    Ok(classify_train_jobs(&snapshot, &options, mode_of, edge::now()))
+    if let (Some(namespace), Some(name)) = (namespace, name) {
+        let train_job = cluster.objects(TRAIN_JOB, namespace).get_view(cx, name).await?;
+        let served = kueue.for_page(cluster, cx, std::slice::from_ref(&train_job)).await?;
+        let snapshot = cluster.read_around(cx, train_job, nodes, served).await?;
+        return each(explained(&snapshot, served));
+    }
+    let mut survey = cluster.survey(namespace);
+    while let Some(train_jobs) = survey.next_train_jobs(cx).await? {
+        let served = kueue.for_page(cluster, cx, &train_jobs).await?;
+        let snapshot = survey.around(cx, train_jobs, nodes, served).await?;
+        each(explained(&snapshot, served))?;
+    }
+    Ok(())
+}
+
+/// Whether the cluster serves Kueue's API, asked once, when a TrainJob first needs it
+/// (or at once for `--mode kueue`).
+struct KueueServed {
+    choice: ModeChoice,
+    served: Option<bool>,
+}
+
+impl KueueServed {
+    /// Asks; `--mode kueue` on a cluster that does not serve Kueue's API is
+    /// `Unsupported`.
+    async fn ask(&mut self, cluster: &Cluster, cx: &CallContext) -> Result<bool> {
+        if let Some(served) = self.served {
+            return Ok(served);
+        }
+        let served = cluster.serves(cx, &WORKLOAD.api_version()).await?;
+        if self.choice == ModeChoice::Fixed(Mode::Kueue) && !served {
+            return Err(Error::unsupported(format!(
+                "Kueue mode, but the cluster does not serve Kueue's API ({})",
+                WORKLOAD.api_version()
+            )));
+        }
+        self.served = Some(served);
+        Ok(served)
+    }
+
+    /// Whether the Workloads of `train_jobs` are read: in Kueue mode, or when one of
+    /// them carries Kueue's queue-name label and the cluster serves Kueue's API.
+    async fn for_page(
+        &mut self,
+        cluster: &Cluster,
+        cx: &CallContext,
+        train_jobs: &[View],
+    ) -> Result<bool> {
+        let queued = train_jobs.iter().any(|v| match v {
+            View::TrainJob(tj) => Mode::of_train_job(tj, true) == Mode::Kueue,
+            _ => false,
+        });
+        match self.choice {
+            ModeChoice::Fixed(Mode::Plain) => Ok(false),
+            ModeChoice::Auto if !queued => Ok(self.served.unwrap_or(false)),
+            ModeChoice::Auto | ModeChoice::Fixed(Mode::Kueue) => self.ask(cluster, cx).await,
+        }
+    }
 }

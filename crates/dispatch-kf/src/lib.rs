@@ -105,7 +105,7 @@ use dispatch_kf_client::Cluster;
 use dispatch_kf_model::Settings;
 use dispatch_kf_model::capabilities::{self, Writability};
 
-pub use explain::{Explain, ModeChoice, explain};
+pub use explain::{Explain, ModeChoice, explain, explain_pages};
 pub use factory::{Preflight, Reads};
 use inflight::InFlightMarks;
 

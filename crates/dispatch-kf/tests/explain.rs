@@ -3,7 +3,7 @@
 //! requests it sends (docs/cli.md#explain-any-trainjob names these tests).
 
 use dispatch_core::{Kind, ObjectState};
-use dispatch_kf::{Explain, ModeChoice, explain};
+use dispatch_kf::{Explain, ModeChoice, explain, explain_pages};
 use dispatch_kf_client::Scope;
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Identity, Rule, Sim};
@@ -106,24 +106,71 @@ async fn explaining_one_train_job_reads_only_what_joins_to_it() {
     assert_eq!(read.iter().filter(|r| r.contains("/nodes")).count(), 1, "{read:?}");
 }
 
-/// Past fifty TrainJobs in the scope, a list naming them all would cost more than the
-/// pods of every JobSet read in pages: explain reads those instead, and still explains
-/// each TrainJob from its own pods.
+/// Every namespace is explained a page of TrainJobs at a time, in the apiserver's order
+/// (namespace `team-a` before `team`, as `-` comes before `/`), each page read with its
+/// own JobSets (from a list of the same order read alongside, whose pages fall
+/// elsewhere: 30 JobSets no TrainJob owns, in `team-b`, sit between), its pods (selected
+/// by its names) and its Nodes before the next page is read: two pages of 500 and 20,
+/// each TrainJob explained from its own objects.
 #[tokio::test]
-async fn past_fifty_train_jobs_explain_reads_every_job_sets_pods_in_pages() {
+async fn every_namespace_is_explained_a_page_at_a_time_each_page_with_its_own_objects() {
     let sim = cluster().await;
-    for i in 0..51 {
-        by_hand(&sim, &format!("by-hand-{i}"), json!({}));
+    for namespace in ["team", "team-a"] {
+        sim.apply(
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+        )
+        .unwrap();
+        for i in 0..260 {
+            sim.apply(json!({
+                "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                "metadata": {"name": format!("{namespace}-{i:03}"), "namespace": namespace},
+                "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 1}},
+            }))
+            .unwrap();
+        }
     }
+    sim.apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}}))
+        .unwrap();
+    for i in 0..30 {
+        sim.apply(json!({
+            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": format!("orphan-{i}"), "namespace": "team-b"},
+            "spec": {"suspend": true}
+        }))
+        .unwrap();
+    }
+    sim.settle();
     let cluster = connect(&sim, "admin").await;
-    let whole = Explain { scope: Scope::Namespace(NS), ..named("") };
-    let read = explained(&sim, &cluster, whole).await;
-    let page = dispatch_kf_client::LIST_PAGE;
-    let by_label = format!("labelSelector={}&limit={page}", keys::JOBSET_NAME);
-    assert!(read.iter().any(|r| r.contains("/pods?") && r.ends_with(&by_label)), "{read:?}");
-    let obs = explain(&cluster, &cx(), whole).await.unwrap();
-    assert_eq!(obs.len(), 51);
-    assert!(obs.iter().all(|o| o.state == ObjectState::Running), "{obs:#?}");
+    let everywhere = Explain { scope: Scope::Everywhere, ..named("") };
+    sim.clear_requests();
+    let mut pages = Vec::new();
+    explain_pages(&cluster, &cx(), everywhere, |page| {
+        pages.push(page);
+        Ok(())
+    })
+    .await
+    .unwrap();
+    let sizes: Vec<usize> = pages.iter().map(Vec::len).collect();
+    assert_eq!(sizes, [500, 20]);
+    let all: Vec<_> = pages.concat();
+    assert!(all.iter().all(|o| o.state == ObjectState::Running), "each joined its own pod");
+    let order: Vec<String> =
+        all.iter().map(|o| format!("{}/{}", o.object.namespace, o.object.name)).collect();
+    assert_eq!(
+        (order[0].as_str(), order[259].as_str()),
+        ("team-a/team-a-000", "team-a/team-a-259")
+    );
+    assert_eq!((order[260].as_str(), order[519].as_str()), ("team/team-000", "team/team-259"));
+
+    let lists = |plural: &str| {
+        let of_kind = sim.requests().into_iter().filter(|r| r.resource == plural);
+        of_kind.map(|r| r.verb).collect::<Vec<_>>()
+    };
+    for plural in ["trainjobs", "jobsets", "pods", "nodes"] {
+        assert_eq!(lists(plural), ["list", "list"], "{plural}: a list per page");
+    }
+    let by_names = sim.requests().into_iter().filter(|r| r.resource == "pods");
+    assert!(by_names.into_iter().all(|r| r.query.contains("jobset-name+in+")), "pods by name");
 }
 
 /// The requests `explain` sends for `request`, but the access reviews, as

@@ -21,17 +21,37 @@ pub(crate) use self::state::{Chunk, State, fmt_time};
 use crate::resources::ResId;
 use crate::selector::Selector;
 
-/// Where an object lives.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Where an object lives. Keys are ordered as the apiserver's storage orders them: by
+/// resource, then by `<namespace>/<name>` byte by byte (a cluster-scoped object's is
+/// `/<name>`), so a list comes in the order a real apiserver gives it: namespace
+/// `team-a`'s objects before `team`'s, as `-` comes before `/`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Key {
     pub(crate) res: ResId,
     pub(crate) ns: String,
     pub(crate) name: String,
 }
 
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.res.cmp(&other.res).then_with(|| self.path().cmp(other.path()))
+    }
+}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 impl Key {
     pub(crate) fn new(res: ResId, ns: &str, name: &str) -> Self {
         Self { res, ns: ns.to_string(), name: name.to_string() }
+    }
+
+    /// `<namespace>/<name>`, as bytes: what the storage orders keys by.
+    fn path(&self) -> impl Iterator<Item = u8> + '_ {
+        self.ns.as_bytes().iter().chain(b"/").chain(self.name.as_bytes()).copied()
     }
 }
 
@@ -110,8 +130,9 @@ impl Store {
         self.range(res, ns).collect()
     }
 
-    /// [`Store::list`] as an iterator: the keys are ordered by resource, namespace and
-    /// name, so one resource (or one namespace of it) is one range of the map.
+    /// [`Store::list`] as an iterator: the keys are ordered by resource, then by
+    /// `<namespace>/<name>`, so one resource (or one namespace of it) is one range of
+    /// the map.
     pub(crate) fn range(
         &self,
         res: ResId,

@@ -21,10 +21,9 @@ use std::time::{Duration, Instant};
 use dispatch_core::{Backend, CallContext, ObsStream, Watcher};
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_client::Cluster;
-use dispatch_kf_model::{Settings, keys};
+use dispatch_kf_model::Settings;
 use dispatch_kf_testkit::{job, request};
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -35,8 +34,6 @@ const FINDS: usize = 20;
 const QUIET: Duration = Duration::from_secs(2);
 /// The longest the bench waits for the cluster to be quiet.
 const MAX_QUIESCE: Duration = Duration::from_secs(300);
-/// Creates of other TrainJobs in flight at once.
-const CONCURRENCY: usize = 16;
 /// Bar: Find's bytes at the most other TrainJobs, over those at none.
 const MAX_BYTES_GROWTH: f64 = 1.2;
 /// Bar: memory per watched job, once its evidence is empty.
@@ -188,7 +185,7 @@ async fn measure(options: &Options) -> Result<bool, String> {
     let mut proxied = direct.clone();
     proxied.cluster_url = proxy.url(&direct)?;
     let kube = kube::Client::try_from(direct).map_err(|e| e.to_string())?;
-    ensure_namespace(&kube, &target.namespace).await?;
+    dispatch_kf_testkit::crowd::ensure_namespace(&kube, &target.namespace).await?;
 
     println!(
         "{:>6} {:>5} {:>9} {:>10} {:>8} {:>9} {:>9} {:>10} {:>9} {:>12}",
@@ -383,16 +380,6 @@ async fn load(kubeconfig: &str) -> Result<kube::Config, String> {
     kube::Config::from_custom_kubeconfig(file, &Default::default()).await.map_err(|e| e.to_string())
 }
 
-async fn ensure_namespace(kube: &kube::Client, namespace: &str) -> Result<(), String> {
-    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(kube.clone());
-    let ns = serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap();
-    match api.create(&PostParams::default(), &ns).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(e) => Err(format!("cannot make namespace {namespace}: {e}")),
-    }
-}
-
 /// Makes other TrainJobs `from..to` (suspended, on the stock runtime, of no dispatch
 /// job): what the namespace's other tenants hold. Returns `to`.
 async fn fill(
@@ -401,29 +388,10 @@ async fn fill(
     from: usize,
     to: usize,
 ) -> Result<usize, String> {
-    let resource = dispatch_kf_client::resources::TRAIN_JOB.api_resource();
-    let api: Api<DynamicObject> = Api::namespaced_with(kube.clone(), namespace, &resource);
     let t0 = Instant::now();
-    let creates = (from..to).map(|i| {
-        let api = api.clone();
-        async move {
-            let object: DynamicObject = serde_json::from_value(json!({
-                "apiVersion": keys::TRAINER_API_VERSION, "kind": keys::KIND_TRAIN_JOB,
-                "metadata": {"name": format!("other-{i}"), "namespace": namespace},
-                "spec": {"suspend": true, "runtimeRef": {"apiGroup": keys::TRAINER_GROUP,
-                    "kind": keys::KIND_CLUSTER_TRAINING_RUNTIME, "name": "torch-distributed"}}
-            }))
-            .unwrap();
-            match api.create(&PostParams::default(), &object).await {
-                Ok(_) => Ok(()),
-                Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-                Err(e) => Err(format!("cannot make other-{i}: {e}")),
-            }
-        }
-    });
-    let results: Vec<Result<(), String>> =
-        futures::stream::iter(creates).buffer_unordered(CONCURRENCY).collect().await;
-    results.into_iter().collect::<Result<Vec<()>, String>>()?;
+    let names: Vec<(String, String)> =
+        (from..to).map(|i| (namespace.to_owned(), format!("other-{i}"))).collect();
+    dispatch_kf_testkit::crowd::other_train_jobs(kube, &names).await?;
     if to > from {
         eprintln!(
             "scale: made {} other TrainJobs in {:.1} s",

@@ -16,13 +16,12 @@
 //!
 //! A small job of the same shape is read the same way first, so that the requests of a
 //! Find can be compared as the ranks grow. Every command is a process of its own whose
-//! requests go through a proxy that counts them (`commands.rs`); the bench follows the
+//! requests go through a proxy that counts them (`dispatch_kf_testkit::commands`); the bench follows the
 //! pods on a connection of its own (`pods.rs`).
 //!
 //! Usage: `big_job --kubeconfig PATH --cli PATH [--pods 1024] [--gpus-per-pod 1]
 //! [--runs 3]`.
 
-mod commands;
 mod pods;
 mod report;
 
@@ -30,12 +29,12 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
-use commands::{Call, Tools, repeated, run};
 use dispatch_core::{CauseKind, JobId, ObjectObs, ObjectState};
 use dispatch_kf_model::keys;
+use dispatch_kf_testkit::commands::{self, Call, Tools, write};
 use dispatch_kf_testkit::{Proxy, job};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use pods::Pods;
 use report::{Run, Small};
 use serde_json::{Value, json};
@@ -55,25 +54,8 @@ const PATIENCE: Duration = Duration::from_secs(900);
 const SMALL_PODS: usize = 8;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let options = match Options::parse(&args) {
-        Ok(options) => options,
-        Err(e) => {
-            eprintln!(
-                "big_job: {e}\nusage: big_job --kubeconfig PATH --cli PATH [--pods 1024] [--gpus-per-pod 1] [--runs 3]"
-            );
-            return ExitCode::from(2);
-        }
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    match runtime.block_on(bench(&options)) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("big_job: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    let usage = "--kubeconfig PATH --cli PATH [--pods 1024] [--gpus-per-pod 1] [--runs 3]";
+    commands::bench_main("big_job", usage, Options::parse, bench)
 }
 
 struct Options {
@@ -124,31 +106,20 @@ struct Bench<'a> {
     kube: kube::Client,
     proxy: Proxy,
     tools: Tools,
-    dir: PathBuf,
     /// The runtime the requests name, as the cluster holds it (for `render`).
     runtime: PathBuf,
 }
 
 async fn bench(options: &Options) -> Result<bool, String> {
-    let file =
-        kube::config::Kubeconfig::read_from(&options.kubeconfig).map_err(|e| e.to_string())?;
-    let direct = kube::Config::from_custom_kubeconfig(file, &Default::default())
-        .await
-        .map_err(|e| e.to_string())?;
-    let kube = kube::Client::try_from(direct.clone()).map_err(|e| e.to_string())?;
-    ensure_namespace(&kube).await?;
+    let (direct, kube) = commands::client_of(path(&options.kubeconfig)).await?;
+    dispatch_kf_testkit::crowd::ensure_namespace(&kube, NS).await?;
     let (proxy, _) = Proxy::in_front_of(&direct).await;
     let dir = std::env::temp_dir().join(format!("dispatch-kf-big-job-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("cache")).map_err(|e| e.to_string())?;
-    let tools = Tools {
-        cli: options.cli.clone(),
-        kubeconfig: write(&dir, "kubeconfig.yaml", &proxied_kubeconfig(proxy.port()))?,
-        settings: write(&dir, "settings.json", &settings().to_string())?,
-        cache: dir.join("cache"),
-    };
+    let cli = options.cli.clone();
+    let tools = Tools::in_dir(&dir, cli, proxy.port(), NS, &settings())?;
     let runtime = runtime_of(&kube).await?;
     let runtime = write(&dir, "runtime.json", &runtime.to_string())?;
-    let bench = Bench { options, kube, proxy, tools, dir, runtime };
+    let bench = Bench { options, kube, proxy, tools, runtime };
 
     let small = bench.small_job().await?;
     eprintln!("big_job: small job read; {} runs of {} pods follow", options.runs, options.pods);
@@ -171,7 +142,7 @@ async fn bench(options: &Options) -> Result<bool, String> {
     for miss in &misses {
         eprintln!("bar missed: {miss}");
     }
-    std::fs::remove_dir_all(&bench.dir).ok();
+    std::fs::remove_dir_all(&bench.tools.dir).ok();
     Ok(misses.is_empty())
 }
 
@@ -193,23 +164,31 @@ impl Bench<'_> {
         let job_ = job(1001 + 3 * n);
         let (reference, start) = self.start_until_running(&job_, self.options.pods).await?;
         let finds = self.finds(&job_).await?;
-        let inspects = repeated(&self.proxy, READS, || {
-            self.tools.dispatch(&["inspect", &reference, "-o", "json"])
-        })
-        .await?;
-        let ceased =
-            repeated(&self.proxy, CEASED, || self.tools.dispatch(&["ceased", &reference])).await?;
+        let inspects = self
+            .tools
+            .repeated(&self.proxy, READS, || {
+                self.tools.dispatch(&["inspect", &reference, "-o", "json"])
+            })
+            .await?;
+        let ceased = self
+            .tools
+            .repeated(&self.proxy, CEASED, || self.tools.dispatch(&["ceased", &reference]))
+            .await?;
         let by_job = format!("{}={}", keys::LABEL_JOB_ID, job_);
-        let gets = repeated(&self.proxy, READS, || {
-            self.tools.kubectl(&["get", "trainjobs,jobsets,pods", "-l", &by_job, "-o", "json"])
-        })
-        .await?;
+        let gets = self
+            .tools
+            .repeated(&self.proxy, READS, || {
+                self.tools.kubectl(&["get", "trainjobs,jobsets,pods", "-l", &by_job, "-o", "json"])
+            })
+            .await?;
         let nodes = self.node_names(&by_job).await?;
         let by_hostname = format!("kubernetes.io/hostname in ({})", nodes.join(","));
-        let node_gets = repeated(&self.proxy, READS, || {
-            self.tools.kubectl(&["get", "nodes", "-l", &by_hostname, "-o", "json"])
-        })
-        .await?;
+        let node_gets = self
+            .tools
+            .repeated(&self.proxy, READS, || {
+                self.tools.kubectl(&["get", "nodes", "-l", &by_hostname, "-o", "json"])
+            })
+            .await?;
         let stop = self.stop_job(&job_).await?;
 
         let watched = job(1002 + 3 * n);
@@ -236,33 +215,37 @@ impl Bench<'_> {
     /// `kubectl delete` until its pods are gone: the two times.
     async fn kubectl_job(&self, job: &JobId) -> Result<(Duration, Duration), String> {
         let request = request(job, self.options.pods, self.options.gpus_per_pod);
-        let request = write(&self.dir, "request.json", &request.to_string())?;
-        let rendered = run(
-            &self.proxy,
-            self.tools.dispatch_offline(&[
-                "render",
-                "--runtime",
-                path(&self.runtime),
-                "--request",
-                path(&request),
-                "--token",
-                "0123456789abcdef",
-                "-o",
-                "json",
-            ]),
-        )
-        .await?;
+        let request = write(&self.tools.dir, "request.json", &request.to_string())?;
+        let rendered = self
+            .tools
+            .run(
+                &self.proxy,
+                self.tools.dispatch_offline(&[
+                    "render",
+                    "--runtime",
+                    path(&self.runtime),
+                    "--request",
+                    path(&request),
+                    "--token",
+                    "0123456789abcdef",
+                    "-o",
+                    "json",
+                ]),
+            )
+            .await?;
         let train_job = as_applied(&rendered.stdout)?;
         let name = train_job["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-        let file = write(&self.dir, "trainjob.json", &train_job.to_string())?;
+        let file = write(&self.tools.dir, "trainjob.json", &train_job.to_string())?;
         let mut pods = Pods::of(&self.kube, NS, &format!("{}={name}", keys::JOBSET_NAME));
         let t0 = Instant::now();
-        run(&self.proxy, self.tools.kubectl(&["apply", "-f", path(&file)])).await?;
+        self.tools.run(&self.proxy, self.tools.kubectl(&["apply", "-f", path(&file)])).await?;
         let all = self.options.pods;
         pods.until("kubectl's job running", PATIENCE, |c| c.running == all).await?;
         let started = t0.elapsed();
         let t0 = Instant::now();
-        run(&self.proxy, self.tools.kubectl(&["delete", "trainjob", &name, "-n", NS])).await?;
+        self.tools
+            .run(&self.proxy, self.tools.kubectl(&["delete", "trainjob", &name, "-n", NS]))
+            .await?;
         pods.until("kubectl's job gone", PATIENCE, |c| c.pods == 0).await?;
         Ok((started, t0.elapsed()))
     }
@@ -275,22 +258,26 @@ impl Bench<'_> {
         pods: usize,
     ) -> Result<(String, Duration), String> {
         let request = request(job, pods, self.options.gpus_per_pod);
-        let request = write(&self.dir, "request.json", &request.to_string())?;
+        let request = write(&self.tools.dir, "request.json", &request.to_string())?;
         let mut running = Pods::of(&self.kube, NS, &format!("{}={job}", keys::LABEL_JOB_ID));
         let t0 = Instant::now();
-        let started =
-            run(&self.proxy, self.tools.dispatch(&["start", "--request", path(&request)])).await?;
+        let started = self
+            .tools
+            .run(&self.proxy, self.tools.dispatch(&["start", "--request", path(&request)]))
+            .await?;
         let reference = started.stdout.trim().to_owned();
-        run(&self.proxy, self.tools.dispatch(&["open", &reference])).await?;
+        self.tools.run(&self.proxy, self.tools.dispatch(&["open", &reference])).await?;
         running.until("the adapter's job running", PATIENCE, |c| c.running == pods).await?;
         Ok((reference, t0.elapsed()))
     }
 
     async fn finds(&self, job: &JobId) -> Result<Vec<Call>, String> {
-        let finds = repeated(&self.proxy, READS, || {
-            self.tools.dispatch(&["find", job.as_str(), "-o", "json"])
-        })
-        .await?;
+        let finds = self
+            .tools
+            .repeated(&self.proxy, READS, || {
+                self.tools.dispatch(&["find", job.as_str(), "-o", "json"])
+            })
+            .await?;
         if let Some(find) = finds.iter().find(|f| !f.stdout.contains("\"running\"")) {
             return Err(format!("find of a running job did not say running: {}", find.stdout));
         }
@@ -301,7 +288,7 @@ impl Bench<'_> {
     async fn stop_job(&self, job: &JobId) -> Result<Duration, String> {
         let mut pods = Pods::of(&self.kube, NS, &format!("{}={job}", keys::LABEL_JOB_ID));
         let t0 = Instant::now();
-        run(&self.proxy, self.tools.dispatch(&["stop-job", job.as_str()])).await?;
+        self.tools.run(&self.proxy, self.tools.dispatch(&["stop-job", job.as_str()])).await?;
         let took = t0.elapsed();
         pods.until("nothing left after stop-job", Duration::from_secs(10), |c| c.pods == 0).await?;
         Ok(took)
@@ -373,28 +360,25 @@ impl Bench<'_> {
             .map_err(|e| format!("the pod's status: {e}"))?;
         let failed =
             until_line(&mut pods_w, PATIENCE, |l| l.starts_with(&name) && l.contains("Failed"))
-                .await?;
-        let ended = until_line(&mut watch, PATIENCE, |l| {
+                .await?
+                .0;
+        let out_of_memory = |l: &str, ended: bool| {
             serde_json::from_str::<ObjectObs>(l).is_ok_and(|o| {
-                o.state == ObjectState::Ended && o.cause.kind == CauseKind::OutOfMemory
+                o.cause.kind == CauseKind::OutOfMemory && (!ended || o.state == ObjectState::Ended)
             })
-        })
-        .await?;
+        };
+        let (named, line) = until_line(&mut watch, PATIENCE, |l| out_of_memory(l, false)).await?;
+        let ended = match out_of_memory(&line, true) {
+            true => named,
+            false => until_line(&mut watch, PATIENCE, |l| out_of_memory(l, true)).await?.0,
+        };
         Ok(report::Oom {
             resident_kib: resident,
             peak_kib: peak,
             kubectl_failed: failed.duration_since(t0),
+            watch_cause: named.duration_since(t0),
             watch_ended: ended.duration_since(t0),
         })
-    }
-}
-
-impl Tools {
-    /// `dispatch-kf ARGS` that reads no cluster (`render`): no kubeconfig.
-    fn dispatch_offline(&self, args: &[&str]) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(&self.cli);
-        cmd.arg(args[0]).arg("--settings").arg(&self.settings).args(&args[1..]);
-        cmd
     }
 }
 
@@ -420,16 +404,16 @@ fn lines(mut cmd: tokio::process::Command) -> Result<(u32, Lines), String> {
     Ok((pid, rx))
 }
 
-/// Waits for the first line `matches` holds of; when it came.
+/// Waits for the first line `matches` holds of: when it came, and the line.
 async fn until_line(
     lines: &mut Lines,
     limit: Duration,
     mut matches: impl FnMut(&str) -> bool,
-) -> Result<Instant, String> {
+) -> Result<(Instant, String), String> {
     let deadline = Instant::now() + limit;
     loop {
         match tokio::time::timeout_at(deadline, lines.recv()).await {
-            Ok(Some((at, line))) if matches(&line) => return Ok(at),
+            Ok(Some((at, line))) if matches(&line) => return Ok((at, line)),
             Ok(Some(_)) => {}
             Ok(None) => return Err("the command ended".into()),
             Err(_) => return Err(format!("no such line within {limit:?}")),
@@ -482,35 +466,11 @@ fn settings() -> Value {
     })
 }
 
-/// A kubeconfig naming the proxy, which ends TLS and presents the admin's credentials.
-fn proxied_kubeconfig(port: u16) -> String {
-    format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: bench\n  cluster: {{server: http://127.0.0.1:{port}}}\nusers:\n- name: bench\n  user: {{}}\ncontexts:\n- name: bench\n  context: {{cluster: bench, user: bench, namespace: {NS}}}\ncurrent-context: bench\n"
-    )
-}
-
 async fn runtime_of(kube: &kube::Client) -> Result<Value, String> {
     let resource = dispatch_kf_client::resources::CLUSTER_TRAINING_RUNTIME.api_resource();
     let api: Api<DynamicObject> = Api::all_with(kube.clone(), &resource);
     let runtime = api.get("torch-distributed").await.map_err(|e| format!("the runtime: {e}"))?;
     serde_json::to_value(runtime).map_err(|e| e.to_string())
-}
-
-async fn ensure_namespace(kube: &kube::Client) -> Result<(), String> {
-    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(kube.clone());
-    let ns =
-        serde_json::from_value(json!({"metadata": {"name": NS}})).map_err(|e| e.to_string())?;
-    match api.create(&PostParams::default(), &ns).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(e) => Err(format!("cannot make namespace {NS}: {e}")),
-    }
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> Result<PathBuf, String> {
-    let file = dir.join(name);
-    std::fs::write(&file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-    Ok(file)
 }
 
 fn path(p: &Path) -> &str {

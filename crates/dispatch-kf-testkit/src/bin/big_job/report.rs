@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::commands::{Call, median};
+use dispatch_kf_testkit::commands::{Call, median};
 
 /// Bar: start and open until every rank runs, over `kubectl apply` until the same.
 const MAX_START_RATIO: f64 = 1.2;
@@ -23,6 +23,8 @@ pub(crate) struct Oom {
     pub(crate) peak_kib: f64,
     /// From the write of the pod's status to `kubectl get pods -w` printing it failed.
     pub(crate) kubectl_failed: Duration,
+    /// From the same write to the watch's first line whose cause is out of memory.
+    pub(crate) watch_cause: Duration,
     /// From the same write to the watch's line saying the job ended, out of memory.
     pub(crate) watch_ended: Duration,
 }
@@ -56,9 +58,14 @@ fn secs(d: Duration) -> String {
     format!("{:.1} s", d.as_secs_f64())
 }
 
+fn millis(d: Duration) -> String {
+    format!("{} ms", d.as_millis())
+}
+
 fn cost(calls: &[Call]) -> String {
     let (seconds, requests, bytes) = medians(calls);
-    format!("{:.0} ms, {requests:.0} req, {:.0} KB", seconds * 1e3, bytes / 1e3)
+    let peak = median(calls.iter().map(|c| c.peak_kib as f64)) / 1024.0;
+    format!("{:.0} ms, {requests:.0} req, {:.0} KB, {peak:.0} MiB", seconds * 1e3, bytes / 1e3)
 }
 
 impl Run {
@@ -93,7 +100,7 @@ impl Report {
             self.runs.len(),
             self.load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
         );
-        let rows: [(&str, &Figure); 15] = [
+        let rows: [(&str, &Figure); 16] = [
             ("kubectl apply, until every rank runs", &|r| secs(r.kubectl_start)),
             ("start + open, until every rank runs", &|r| {
                 format!("{} / {}", secs(r.starts[0]), secs(r.starts[1]))
@@ -114,13 +121,14 @@ impl Report {
             ("watch: resident / peak memory", &|r| {
                 format!("{:.1} / {:.1} MiB", r.oom.resident_kib / 1024.0, r.oom.peak_kib / 1024.0)
             }),
-            ("OOM -> kubectl get pods -w: Failed", &|r| secs(r.oom.kubectl_failed)),
+            ("OOM -> kubectl get pods -w: Failed", &|r| millis(r.oom.kubectl_failed)),
+            ("OOM -> watch: cause out-of-memory", &|r| millis(r.oom.watch_cause)),
             ("OOM -> watch: ended, out-of-memory", &|r| secs(r.oom.watch_ended)),
         ];
         for (name, value) in rows {
             write!(out, "{name:<42}").ok();
             for run in &self.runs {
-                write!(out, " | {:>26}", value(run)).ok();
+                write!(out, " | {:>34}", value(run)).ok();
             }
             out.push('\n');
         }

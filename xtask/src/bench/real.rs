@@ -1,7 +1,9 @@
-//! `cargo xtask bench job`: one big job on the real control plane, each step through
-//! `dispatch-kf` beside `kubectl` (`crates/dispatch-kf-testkit/src/bin/big_job/`).
-//! It starts the control plane of the stack named (`current` by default) with enough
-//! 8-GPU kwok nodes for the job, builds `dispatch-kf` and the bench with optimizations,
+//! The benches on the real control plane, each step through `dispatch-kf` beside
+//! `kubectl`: `cargo xtask bench job`, one big job
+//! (`crates/dispatch-kf-testkit/src/bin/big_job/`), and `cargo xtask bench many-jobs`,
+//! a cluster of many TrainJobs (`crates/dispatch-kf-testkit/src/bin/many_jobs.rs`).
+//! Each starts the control plane of the stack named (`current` by default) with the
+//! 8-GPU kwok nodes it needs, builds `dispatch-kf` and the bench with optimizations,
 //! runs the bench, and stops the control plane, measured or not.
 
 use crate::cluster;
@@ -47,9 +49,31 @@ impl Shape {
     }
 }
 
-pub(crate) fn run(args: &[String]) -> run::Result {
+/// `cargo xtask bench job`.
+pub(crate) fn job(args: &[String]) -> run::Result {
     let (stack, rest) = cluster::take_stack(args)?;
     let shape = Shape::parse(&rest)?;
+    let (pods, gpus) = (shape.pods.to_string(), shape.gpus_per_pod.to_string());
+    let mut bench = vec!["--pods", &pods, "--gpus-per-pod", &gpus];
+    bench.extend(shape.rest.iter().map(String::as_str));
+    on_real(stack, shape.nodes(), "big_job", &bench)
+}
+
+/// `cargo xtask bench many-jobs`: its arguments go to the bench as they are.
+pub(crate) fn many_jobs(args: &[String]) -> run::Result {
+    let (stack, rest) = cluster::take_stack(args)?;
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    on_real(stack, 4, "many_jobs", &rest)
+}
+
+/// Runs the testkit's `bench` with `args` on the real control plane of `stack` with
+/// `nodes` kwok nodes, and `dispatch-kf`, both built with optimizations.
+fn on_real(
+    stack: Option<&'static cluster::Stack>,
+    nodes: u32,
+    bench: &str,
+    args: &[&str],
+) -> run::Result {
     run::cargo(&[
         "build",
         "--release",
@@ -59,19 +83,17 @@ pub(crate) fn run(args: &[String]) -> run::Result {
         "--bin",
         "dispatch-kf",
     ])?;
+    run::cargo(&["build", "--release", "--locked", "-p", "dispatch-kf-testkit", "--bin", bench])?;
     let cli = target_dir().join("release/dispatch-kf");
     let cli = cli.to_str().ok_or("the target folder's path is not UTF-8")?.to_owned();
     let stack = stack.unwrap_or_else(cluster::default_stack);
-    let options =
-        cluster::Options { stack, nodes: shape.nodes(), gpus: GPUS_PER_NODE, ..Default::default() };
+    let options = cluster::Options { stack, nodes, gpus: GPUS_PER_NODE, ..Default::default() };
     let measure = || -> run::Result {
         let kubeconfig = cluster::up(&options)?;
         let kubeconfig = kubeconfig.to_str().ok_or("the kubeconfig's path is not UTF-8")?;
-        let (pods, gpus) = (shape.pods.to_string(), shape.gpus_per_pod.to_string());
         let mut cargo = vec!["run", "--release", "--locked", "-p", "dispatch-kf-testkit"];
-        cargo.extend(["--bin", "big_job", "--", "--kubeconfig", kubeconfig, "--cli", &cli]);
-        cargo.extend(["--pods", &pods, "--gpus-per-pod", &gpus]);
-        cargo.extend(shape.rest.iter().map(String::as_str));
+        cargo.extend(["--bin", bench, "--", "--kubeconfig", kubeconfig, "--cli", &cli]);
+        cargo.extend(args);
         run::cargo(&cargo)
     };
     let result = measure();
