@@ -79,6 +79,14 @@ impl Tools {
         self.dispatch_as(Command::new(&self.cli), args)
     }
 
+    /// `dispatch-kf ARGS` of a command that takes no settings (`explain`), under
+    /// `/usr/bin/time`.
+    pub fn dispatch_without_settings(&self, args: &[&str]) -> Command {
+        let mut cmd = self.timed(&self.cli);
+        cmd.arg(args[0]).arg("--kubeconfig").arg(&self.kubeconfig).args(&args[1..]);
+        cmd
+    }
+
     fn dispatch_as(&self, mut cmd: Command, args: &[&str]) -> Command {
         cmd.arg(args[0]).arg("--kubeconfig").arg(&self.kubeconfig);
         cmd.arg("--settings").arg(&self.settings).args(&args[1..]);

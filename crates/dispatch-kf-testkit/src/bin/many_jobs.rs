@@ -139,7 +139,9 @@ async fn bench(options: &Options) -> Result<bool, String> {
         );
         let runs = options.runs;
         let explains = tools
-            .repeated(&proxy, runs, || tools.dispatch(&["explain", "-A", "-o", "json"]))
+            .repeated(&proxy, runs, || {
+                tools.dispatch_without_settings(&["explain", "-A", "-o", "json"])
+            })
             .await?;
         let gets = tools
             .repeated(&proxy, runs, || tools.kubectl(&["get", "trainjobs", "-A", "-o", "json"]))

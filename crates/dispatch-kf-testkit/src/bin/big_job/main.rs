@@ -52,6 +52,10 @@ const CEASED: usize = 5;
 const PATIENCE: Duration = Duration::from_secs(900);
 /// The pods of the small job Find's requests are compared with.
 const SMALL_PODS: usize = 8;
+/// How long the cluster is left alone before each timed start: the controllers finish
+/// with the job torn down just before (the garbage collector, the node lifecycle), so
+/// that every start, kubectl's or the adapter's, begins on a quiet cluster.
+const SETTLE: Duration = Duration::from_secs(15);
 
 fn main() -> ExitCode {
     let usage = "--kubeconfig PATH --cli PATH [--pods 1024] [--gpus-per-pod 1] [--runs 3]";
@@ -237,6 +241,7 @@ impl Bench<'_> {
         let name = train_job["metadata"]["name"].as_str().unwrap_or_default().to_owned();
         let file = write(&self.tools.dir, "trainjob.json", &train_job.to_string())?;
         let mut pods = Pods::of(&self.kube, NS, &format!("{}={name}", keys::JOBSET_NAME));
+        tokio::time::sleep(SETTLE).await;
         let t0 = Instant::now();
         self.tools.run(&self.proxy, self.tools.kubectl(&["apply", "-f", path(&file)])).await?;
         let all = self.options.pods;
@@ -260,6 +265,7 @@ impl Bench<'_> {
         let request = request(job, pods, self.options.gpus_per_pod);
         let request = write(&self.tools.dir, "request.json", &request.to_string())?;
         let mut running = Pods::of(&self.kube, NS, &format!("{}={job}", keys::LABEL_JOB_ID));
+        tokio::time::sleep(SETTLE).await;
         let t0 = Instant::now();
         let started = self
             .tools
@@ -315,7 +321,7 @@ impl Bench<'_> {
     async fn oom_seen(&self, job: &JobId) -> Result<report::Oom, String> {
         let by_job = format!("{}={job}", keys::LABEL_JOB_ID);
         let (watch_pid, mut watch) =
-            lines(self.tools.dispatch(&["watch", job.as_str(), "-o", "json"]))?;
+            lines(self.tools.dispatch_alone(&["watch", job.as_str(), "-o", "json"]))?;
         let columns = "custom-columns=NAME:.metadata.name,PHASE:.status.phase";
         let (_, mut pods_w) = lines(self.tools.kubectl(&[
             "get",
