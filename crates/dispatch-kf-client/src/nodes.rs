@@ -60,8 +60,8 @@ impl Cluster {
 
     /// The Node of each of `pods` that exists, each read once: by lists of their
     /// hostnames when `reads` is [`NodeReads::Listed`], then a get for each the lists
-    /// did not find, [`READS_AT_ONCE`](crate::snapshot::READS_AT_ONCE) at a time; none
-    /// when Nodes are not readable.
+    /// did not find, eight at a time (`READS_AT_ONCE`); none when Nodes are not
+    /// readable.
     pub async fn nodes_of(
         &self,
         cx: &CallContext,

@@ -32,7 +32,7 @@ use crate::objects::Objects;
 #[cfg(doc)]
 use crate::pages::storage_order;
 use crate::pages::{Pages, storage_order_of};
-use crate::resources::{JOB_SET, POD, TRAIN_JOB, WORKLOAD};
+use crate::resources::{JOB_SET, POD, Resource, TRAIN_JOB, WORKLOAD};
 
 /// Which TrainJobs to read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,16 +75,20 @@ impl Cluster {
 
     /// The TrainJobs of `namespace`, or of every namespace, a page at a time.
     pub fn survey(&self, namespace: Option<&str>) -> Survey<'_> {
-        let objects = |resource| match namespace {
-            Some(ns) => self.objects(resource, ns),
-            None => self.objects_everywhere(resource),
-        };
         Survey {
             cluster: self,
             namespace: namespace.map(str::to_owned),
-            train_jobs: objects(TRAIN_JOB).pages(""),
-            job_sets: objects(JOB_SET).pages(""),
+            train_jobs: self.objects_in(TRAIN_JOB, namespace).pages(""),
+            job_sets: self.objects_in(JOB_SET, namespace).pages(""),
             job_sets_ahead: VecDeque::new(),
+        }
+    }
+
+    /// Requests on `resource` in `namespace`, or in every namespace.
+    fn objects_in(&self, resource: Resource, namespace: Option<&str>) -> Objects<'_> {
+        match namespace {
+            Some(ns) => self.objects(resource, ns),
+            None => self.objects_everywhere(resource),
         }
     }
 
@@ -167,11 +171,8 @@ impl Survey<'_> {
         let by_uid = in_selector(keys::KUEUE_JOB_UID, train_jobs.iter().map(|tj| tj.meta().uid()));
         let Survey { cluster, namespace, job_sets, job_sets_ahead, .. } = self;
         let (cluster, namespace) = (*cluster, namespace.as_deref());
-        let objects = |resource| match namespace {
-            Some(ns) => cluster.objects(resource, ns),
-            None => cluster.objects_everywhere(resource),
-        };
-        let (pod_objects, workload_objects) = (objects(POD), objects(WORKLOAD));
+        let pod_objects = cluster.objects_in(POD, namespace);
+        let workload_objects = cluster.objects_in(WORKLOAD, namespace);
         let (mut joined, pods, workloads) = futures::try_join!(
             async {
                 // The JobSets up to the page's last TrainJob, in the same order; one past

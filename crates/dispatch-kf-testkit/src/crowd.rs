@@ -23,7 +23,7 @@ pub async fn ensure_namespace(kube: &kube::Client, name: &str) -> Result<(), Str
 }
 
 /// Makes a suspended TrainJob on the stock runtime `torch-distributed` of each
-/// (namespace, name) of `names`, [`CONCURRENCY`] at once; one that exists is left.
+/// (namespace, name) of `names`, sixteen at once; one that exists is left.
 pub async fn other_train_jobs(
     kube: &kube::Client,
     names: &[(String, String)],
