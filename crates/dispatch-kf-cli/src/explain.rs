@@ -14,7 +14,7 @@ use dispatch_kf_model::keys;
 
 use crate::connect::{DEFAULT_TIMEOUT, KubectlArgs, block_on, call_context};
 use crate::output::Format;
-use crate::paged::Pages;
+use crate::paged::PagePrinter;
 use crate::settings::DEFAULT_NAME;
 
 /// `--mode`.
@@ -104,7 +104,8 @@ pub(crate) fn run(args: Args) -> Result<()> {
         let cluster = Cluster::connect(&config).await?;
         let request = Explain { scope, mode, backend: DEFAULT_NAME };
         let format = Format::or_default(args.output);
-        let mut pages = Pages::new(format, scope == Scope::Everywhere, jiff::Timestamp::now());
+        let mut pages =
+            PagePrinter::new(format, scope == Scope::Everywhere, jiff::Timestamp::now());
         explain_pages(&cluster, &cx, request, |page| pages.page(&page)).await?;
         if !pages.finish()? && matches!(format, Format::Table | Format::Wide) {
             // As kubectl get says it, on standard error: the table has no rows.

@@ -11,7 +11,7 @@ use crate::output::{Format, name_lines, write_stdout};
 use crate::table::{self, Columns, Layout};
 
 /// Observations printed as their pages come.
-pub(crate) struct Pages {
+pub(crate) struct PagePrinter {
     format: Format,
     layout: Layout,
     columns: Columns,
@@ -20,11 +20,11 @@ pub(crate) struct Pages {
     printed: usize,
 }
 
-impl Pages {
-    /// Pages printed in `format`; a table gets a NAMESPACE column when `namespaces`.
-    pub(crate) fn new(format: Format, namespaces: bool, now: Timestamp) -> Pages {
+impl PagePrinter {
+    /// A printer of pages in `format`; a table gets a NAMESPACE column when `namespaces`.
+    pub(crate) fn new(format: Format, namespaces: bool, now: Timestamp) -> PagePrinter {
         let layout = Layout { namespaces, ..Layout::stdout(format == Format::Wide) };
-        Pages { format, layout, columns: Columns::fitted(), now, printed: 0 }
+        PagePrinter { format, layout, columns: Columns::fitted(), now, printed: 0 }
     }
 
     /// Prints one page.

@@ -80,24 +80,24 @@ impl Cluster {
         reads: NodeReads,
     ) -> Result<Vec<View>> {
         names.remove("");
-        let nodes = self.objects(NODE, "");
+        if !reads.readable() {
+            return Ok(Vec::new());
+        }
         let mut found = Vec::new();
         if reads == NodeReads::Listed {
-            let names: Vec<&str> = names.iter().copied().collect();
-            for chunk in names.chunks(NAMES_PER_LIST) {
+            let all: Vec<&str> = names.iter().copied().collect();
+            for chunk in all.chunks(NAMES_PER_LIST) {
                 let hostnames = chunk.iter().map(|n| (*n).to_owned()).collect();
                 let listed = self.list_in(cx, NODE, "", HOSTNAME_LABEL, &hostnames, None).await?;
                 // A Node whose hostname is another's name is not that Node.
-                found.extend(listed.into_iter().filter(|n| chunk.contains(&n.meta().name())));
+                found.extend(listed.into_iter().filter(|n| names.contains(n.meta().name())));
             }
         }
-        if !reads.readable() {
-            return Ok(found);
-        }
         let have: BTreeSet<String> = found.iter().map(|n| n.meta().name().to_owned()).collect();
+        let nodes = self.objects(NODE, "");
         let unread = names.into_iter().filter(|n| !have.contains(*n));
-        let reads: Vec<_> = unread.map(|name| nodes.get_view_opt(cx, name)).collect();
-        found.extend(crate::snapshot::at_most_a_few_at_once(reads).await?);
+        let gets: Vec<_> = unread.map(|name| nodes.get_view_opt(cx, name)).collect();
+        found.extend(crate::snapshot::at_most_a_few_at_once(gets).await?);
         Ok(found)
     }
 }

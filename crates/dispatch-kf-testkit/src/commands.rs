@@ -174,6 +174,38 @@ pub fn write(dir: &Path, name: &str, text: &str) -> Result<PathBuf, String> {
     Ok(file)
 }
 
+/// A bench's arguments, each `--flag value`.
+pub struct Flags(std::collections::BTreeMap<String, String>);
+
+impl Flags {
+    /// The arguments `args`, each flag one of `known`.
+    pub fn parse(args: &[String], known: &[&str]) -> Result<Flags, String> {
+        let mut flags = std::collections::BTreeMap::new();
+        let mut args = args.iter();
+        while let Some(flag) = args.next() {
+            if !known.contains(&flag.as_str()) {
+                return Err(format!("unknown flag {flag}"));
+            }
+            let value = args.next().ok_or(format!("{flag} needs a value"))?;
+            flags.insert(flag.clone(), value.clone());
+        }
+        Ok(Flags(flags))
+    }
+
+    /// The value of `flag`, which must be given.
+    pub fn required(&self, flag: &str) -> Result<String, String> {
+        self.0.get(flag).cloned().ok_or(format!("{flag} is needed"))
+    }
+
+    /// The count `flag` gives, else `default`.
+    pub fn count(&self, flag: &str, default: usize) -> Result<usize, String> {
+        match self.0.get(flag) {
+            Some(value) => value.parse().map_err(|_| format!("{flag}: {value:?} is not a count")),
+            None => Ok(default),
+        }
+    }
+}
+
 /// The `main` of a bench binary named `name`: its arguments parsed by `parse`, then
 /// `bench` run on a runtime of its own. Exits 0 when every bar holds, 1 when one is
 /// missed or the bench fails (saying why), 2 when the arguments are refused (with

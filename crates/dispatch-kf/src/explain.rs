@@ -149,7 +149,7 @@ impl KueueServed {
         });
         match self.choice {
             ModeChoice::Fixed(Mode::Plain) => Ok(false),
-            ModeChoice::Auto if !queued => Ok(self.served.unwrap_or(false)),
+            ModeChoice::Auto if !queued => Ok(false),
             ModeChoice::Auto | ModeChoice::Fixed(Mode::Kueue) => self.ask(cluster, cx).await,
         }
     }

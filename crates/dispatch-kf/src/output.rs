@@ -3,6 +3,8 @@
 //! execution, and whether every Node of an object's current or last execution has
 //! ceased. Both read the execution the model's classification uses (`ranks`).
 
+use std::collections::BTreeMap;
+
 use dispatch_core::{
     CallContext, Capability, Cessation, Error, JobId, Kind, LogStream, ObjectKind, ObjectRef,
     OutputStream, Result,
@@ -90,15 +92,16 @@ impl Inner {
             Err(e) if e.is(Kind::Unauthorized) => return Err(unsupported().with_source(e)),
             Err(e) => return Err(e),
         };
+        let by_name: BTreeMap<&str, _> = read
+            .iter()
+            .filter_map(|v| match v {
+                View::Node(n) => Some((n.meta.name(), n)),
+                _ => None,
+            })
+            .collect();
         let states: Vec<_> = node_names
             .iter()
-            .map(|name| {
-                let node = read.iter().find_map(|v| match v {
-                    View::Node(n) if n.meta.name() == name => Some(n),
-                    _ => None,
-                });
-                ranks::node_state(name, node)
-            })
+            .map(|name| ranks::node_state(name, by_name.get(name.as_str()).copied()))
             .collect();
         Ok(Cessation { ceased: ranks::has_ceased(!pods.is_empty(), &states), nodes: states })
     }

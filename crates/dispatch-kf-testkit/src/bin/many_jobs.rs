@@ -53,31 +53,15 @@ struct Options {
 
 impl Options {
     fn parse(args: &[String]) -> Result<Options, String> {
-        let mut options = Options {
-            kubeconfig: String::new(),
-            cli: String::new(),
-            train_jobs: 10_000,
-            namespaces: 100,
-            runs: 3,
-        };
-        let mut args = args.iter();
-        while let Some(flag) = args.next() {
-            let value = args.next().ok_or(format!("{flag} needs a value"))?;
-            let count =
-                || value.parse::<usize>().map_err(|_| format!("{flag}: {value:?} is not a count"));
-            match flag.as_str() {
-                "--kubeconfig" => options.kubeconfig = value.clone(),
-                "--cli" => options.cli = value.clone(),
-                "--train-jobs" => options.train_jobs = count()?,
-                "--namespaces" => options.namespaces = count()?.max(1),
-                "--runs" => options.runs = count()?.max(1),
-                _ => return Err(format!("unknown flag {flag}")),
-            }
-        }
-        if options.kubeconfig.is_empty() || options.cli.is_empty() {
-            return Err("--kubeconfig and --cli are needed".into());
-        }
-        Ok(options)
+        let known = ["--kubeconfig", "--cli", "--train-jobs", "--namespaces", "--runs"];
+        let flags = commands::Flags::parse(args, &known)?;
+        Ok(Options {
+            kubeconfig: flags.required("--kubeconfig")?,
+            cli: flags.required("--cli")?,
+            train_jobs: flags.count("--train-jobs", 10_000)?,
+            namespaces: flags.count("--namespaces", 100)?.max(1),
+            runs: flags.count("--runs", 3)?.max(1),
+        })
     }
 }
 

@@ -72,30 +72,16 @@ struct Options {
 
 impl Options {
     fn parse(args: &[String]) -> Result<Options, String> {
-        let (mut kubeconfig, mut cli) = (None, None);
-        let mut options = Options {
-            kubeconfig: PathBuf::new(),
-            cli: PathBuf::new(),
-            pods: 1024,
-            gpus_per_pod: 1,
-            runs: 3,
+        let known = ["--kubeconfig", "--cli", "--pods", "--gpus-per-pod", "--runs"];
+        let flags = commands::Flags::parse(args, &known)?;
+        let gpus_per_pod = flags.count("--gpus-per-pod", 1)?;
+        let options = Options {
+            kubeconfig: flags.required("--kubeconfig")?.into(),
+            cli: flags.required("--cli")?.into(),
+            pods: flags.count("--pods", 1024)?,
+            gpus_per_pod: u32::try_from(gpus_per_pod).map_err(|_| "--gpus-per-pod is too big")?,
+            runs: flags.count("--runs", 3)?,
         };
-        let mut args = args.iter();
-        while let Some(flag) = args.next() {
-            let value = args.next().ok_or(format!("{flag} needs a value"))?;
-            let count =
-                || value.parse::<usize>().map_err(|_| format!("{flag}: {value:?} is not a count"));
-            match flag.as_str() {
-                "--kubeconfig" => kubeconfig = Some(PathBuf::from(value)),
-                "--cli" => cli = Some(PathBuf::from(value)),
-                "--pods" => options.pods = count()?,
-                "--gpus-per-pod" => options.gpus_per_pod = count()? as u32,
-                "--runs" => options.runs = count()?,
-                _ => return Err(format!("unknown flag {flag}")),
-            }
-        }
-        options.kubeconfig = kubeconfig.ok_or("--kubeconfig is needed")?;
-        options.cli = cli.ok_or("--cli is needed")?;
         if options.pods < SMALL_PODS || options.runs == 0 {
             return Err(format!("--pods at least {SMALL_PODS}, --runs at least 1"));
         }
