@@ -25,7 +25,10 @@ use crate::{Clock, GateError};
 /// Every Workload is looked at again this often even without a change, so an
 /// AdmissionCheck that became dispatch's later is picked up.
 const RESYNC: Duration = Duration::from_secs(60);
-/// A write that lost a race is retried this soon, on a fresh read.
+/// Decisions of one Workload in one reconcile, the first on the cache's copy and each
+/// after a conflict on a fresh read.
+const CONFLICT_TRIES: u32 = 4;
+/// A reconcile whose every decision lost a race is tried again this soon.
 const AFTER_CONFLICT: Duration = Duration::from_millis(100);
 /// Any other failure is retried after this.
 const AFTER_ERROR: Duration = Duration::from_secs(5);
@@ -64,7 +67,11 @@ fn as_json(object: &DynamicObject) -> Result<Value, GateError> {
     serde_json::to_value(object).map_err(|e| GateError::Malformed(e.to_string()))
 }
 
-/// One Workload: for each of dispatch's checks it lists, decide and write.
+/// One Workload: for each of dispatch's checks it lists, decide and write. A write that
+/// conflicts is decided again at once on a fresh read of the Workload, up to
+/// [`CONFLICT_TRIES`] decisions in all: the cache the reconcile began from is likely as
+/// stale as the decision that lost, and Kueue writes a Workload several times in the
+/// moment its quota is reserved, just when the gate decides.
 async fn reconcile_workload(
     object: Arc<DynamicObject>,
     cx: Arc<Context>,
@@ -74,24 +81,48 @@ async fn reconcile_workload(
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
     let name = object.metadata.name.clone().unwrap_or_default();
     let api: Api<DynamicObject> = Api::namespaced_with(cx.client.clone(), &namespace, &cx.workload);
-    let mut current = as_json(&object)?;
+    let mut read = as_json(&object)?;
+    let mut tries = 1;
+    loop {
+        match decide_and_write(&api, &name, read, &cx).await {
+            Err(e) if e.is_conflict() && tries < CONFLICT_TRIES => {
+                cx.telemetry.reconcile_failed(Object::Workload);
+                tries += 1;
+                read = as_json(&api.get(&name).await?)?;
+            }
+            done => return done.map(|()| Action::requeue(RESYNC)),
+        }
+    }
+}
+
+/// For each of dispatch's checks the Workload `read` lists, decides and writes, each
+/// write conditional on the resource version of the read or of the write before.
+async fn decide_and_write(
+    api: &Api<DynamicObject>,
+    name: &str,
+    read: Value,
+    cx: &Context,
+) -> Result<(), GateError> {
+    let mut current = read;
     for check in cx.our_checks() {
         let decision = readmission::decide(&current, &check);
         cx.telemetry.decided(&decision);
         if decision == Decision::Idle {
             continue;
         }
-        tracing::info!(workload = %format!("{namespace}/{name}"), %check, ?decision, "deciding");
+        let namespace = current.pointer("/metadata/namespace").and_then(Value::as_str);
+        let workload = format!("{}/{name}", namespace.unwrap_or_default());
+        tracing::info!(%workload, %check, ?decision, "deciding");
         if let Some(record) = readmission::record(&current, &decision) {
-            let written = api.patch(&name, &PatchParams::default(), &Patch::Merge(&record)).await?;
+            let written = api.patch(name, &PatchParams::default(), &Patch::Merge(&record)).await?;
             current = as_json(&written)?;
         }
         if let Some(body) = readmission::check_apply(&current, &check, &decision, cx.now()) {
-            let written = api.patch_status(&name, &apply_params(), &Patch::Apply(&body)).await?;
+            let written = api.patch_status(name, &apply_params(), &Patch::Apply(&body)).await?;
             current = as_json(&written)?;
         }
     }
-    Ok(Action::requeue(RESYNC))
+    Ok(())
 }
 
 /// One AdmissionCheck: dispatch's are marked Active.

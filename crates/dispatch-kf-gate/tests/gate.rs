@@ -245,6 +245,29 @@ async fn a_conflict_on_the_check_write_still_admits_the_workload_as_one() {
     gate.shut_down().await;
 }
 
+/// A write that lost a race is decided again at once on a fresh read of the Workload,
+/// not after a requeue from the watch's copy, which is as stale as the decision that
+/// lost: under load, Kueue writes a Workload several times just as its quota is reserved.
+#[tokio::test(start_paused = true)]
+async fn a_conflict_is_decided_again_at_once_on_a_fresh_read() {
+    let (sim, gate, b) = with_gate("gate-a").await;
+    let conflict = Fault::status(409, "Conflict", "the object has been modified");
+    sim.add_fault(Fault::on("patch", "workloads/status", conflict));
+    let object = first_admission(&sim, &b).await;
+    let requests = sim.requests();
+    let by_gate = |verb: &str, resource: &str| {
+        let by_gate = requests.iter().filter(|r| r.user.as_deref() == Some("gate-a"));
+        by_gate.filter(|r| r.verb == verb && r.resource == resource).count()
+    };
+    assert_eq!(by_gate("patch", "workloads/status"), 2, "the check written twice: {requests:#?}");
+    assert_eq!(by_gate("get", "workloads"), 1, "one fresh read, after the conflict");
+    assert_eq!(
+        workload_of(&sim, &object)["metadata"]["annotations"][keys::ANN_GATE_ADMISSIONS],
+        "1"
+    );
+    gate.shut_down().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_preemption_is_not_readmitted_until_release_then_runs_as_two() {
     let (sim, gate, b) = with_gate("gate-a").await;
