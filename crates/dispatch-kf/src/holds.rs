@@ -116,8 +116,19 @@ impl Call<'_> {
         Ok((snapshot, obs, situation))
     }
 
-    /// The TrainJob's Workload (Kueue mode); without one, holds are refused.
+    /// The TrainJob's Workload (Kueue mode): one list by the TrainJob's UID, the label
+    /// Kueue gives its Workloads. Only when that finds not exactly one is the whole job
+    /// read, so that the refusal says why (the TrainJob gone, or no Workload made). What
+    /// the edit decides on is read again after the Workload either way.
     async fn workload(&self) -> Result<ObjectRef> {
+        let workloads = self.cluster.objects(WORKLOAD, &self.inner.settings.namespace);
+        let by_uid = format!("{}={}", keys::KUEUE_JOB_UID, self.object.uid);
+        if let [only] = workloads.list_whole(self.cx, &by_uid).await?.as_slice() {
+            let mut reference = self.object.clone();
+            (reference.name, reference.uid) =
+                (json::name(only).to_owned(), json::uid(only).to_owned());
+            return Ok(reference);
+        }
         let (snapshot, obs, _) = self.read().await?;
         workload_of(&snapshot, &obs)
     }

@@ -149,6 +149,27 @@ async fn kueue_mode_without_permission_to_update_workloads_is_observe_only_namin
     assert!(names(&sim, "trainjobs").is_empty(), "nothing was probed or started");
 }
 
+/// A Kueue-mode Hold or Release finds the Workload with one list by the TrainJob's UID
+/// and reads the job once, after the Workload, for what it decides on: releasing many
+/// jobs at once is some 9 requests each, not 15.
+#[tokio::test]
+async fn a_kueue_hold_finds_its_workload_in_one_list_and_reads_the_job_once() {
+    let sim = cluster().await;
+    install_gate(&sim, true);
+    let b = backend(&sim, kueue_settings()).await;
+    let object = b.start(&cx(), &request(&job(1), 1)).await.unwrap();
+    b.open(&hold_cx(), &object).await.unwrap();
+    sim.clear_requests();
+    b.hold(&hold_cx(), &object, 1).await.unwrap();
+    let requests = sim.requests();
+    let count = |verb: &str, resource: &str| {
+        requests.iter().filter(|r| r.verb == verb && r.resource == resource).count()
+    };
+    assert_eq!(count("list", "trainjobs"), 1, "the job read once: {requests:#?}");
+    assert_eq!(count("list", "workloads"), 2, "by UID, then with the job: {requests:#?}");
+    assert_eq!((count("get", "workloads"), count("update", "workloads")), (1, 1));
+}
+
 #[tokio::test]
 async fn a_missing_read_permission_is_unauthorized_at_factory_naming_it() {
     let sim = cluster().await;
