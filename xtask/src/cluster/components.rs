@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::files::{controller_config, kwok_config};
+use super::files::{controller_config, kueue_shipped_tuning, kwok_config};
 use super::manifests::{self, JOBSET, KUEUE, TRAINER, Upstream};
 use super::pki::Pki;
 use super::process::{self, Ready};
@@ -360,7 +360,10 @@ impl Plane<'_> {
         let config = self.dir.join(upstream.command).join("config.yaml");
         let health = format!("127.0.0.1:{health_port}");
         let jobset_gates = super::versions::jobset_feature_gates(self.stack.jobset);
-        let text = controller_config(upstream, webhook_port, &health, &certs, jobset_gates);
+        let mut text = controller_config(upstream, webhook_port, &health, &certs, jobset_gates);
+        if upstream.command == KUEUE.command {
+            text.push_str(&kueue_shipped_tuning(&module)?);
+        }
         std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
         if upstream.command == KUEUE.command {
             let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}});

@@ -89,11 +89,16 @@ pub(crate) fn crd_files(dir: &Path, upstream: &Upstream) -> Result<Vec<PathBuf>,
 
 /// Every YAML document of a file, as JSON.
 pub(crate) fn documents(path: &Path) -> Result<Vec<Value>, String> {
-    use serde::Deserialize;
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    documents_of(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The YAML documents of `text`, empty ones left out.
+pub(crate) fn documents_of(text: &str) -> Result<Vec<Value>, String> {
+    use serde::Deserialize;
     let mut out = Vec::new();
-    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-        let value = Value::deserialize(doc).map_err(|e| format!("{}: {e}", path.display()))?;
+    for doc in serde_yaml_ng::Deserializer::from_str(text) {
+        let value = Value::deserialize(doc).map_err(|e| e.to_string())?;
         if !value.is_null() {
             out.push(value);
         }
