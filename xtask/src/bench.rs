@@ -6,7 +6,8 @@
 //!
 //! `cargo xtask bench job` runs one big job on the real control plane, and `cargo xtask
 //! bench many-jobs` reads a cluster of many TrainJobs, each step through `dispatch-kf`
-//! beside `kubectl` (`bench/real.rs`).
+//! beside `kubectl`; `cargo xtask bench gate` readmits many Workloads through the
+//! readmission gate beside Kueue alone (`bench/real.rs`).
 //!
 //! `cargo xtask bench classify`: times `dispatch-kf classify -o json` on two generated
 //! dumps, at 1x, 4x and 16x the size, against two baselines reading the same bytes:
@@ -87,12 +88,14 @@ pub(crate) fn run(args: &[String]) -> run::Result {
        cargo xtask bench cli
        cargo xtask bench job [--stack NAME] [--pods 1024] [--gpus-per-pod 1] [--runs 3]
        cargo xtask bench many-jobs [--stack NAME] [--train-jobs 10000] [--namespaces 100] [--runs 3]
+       cargo xtask bench gate [--stack NAME] [--workloads 500] [--runs 3]
        cargo xtask bench scale [--stack NAME | --kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]";
     match args.first().map(String::as_str) {
         Some("classify") => {}
         Some("cli") => return cli::run(),
         Some("job") => return real::job(&args[1..]),
         Some("many-jobs") => return real::many_jobs(&args[1..]),
+        Some("gate") => return real::gate(&args[1..]),
         Some("scale") => return scale(&args[1..]),
         _ => return Err(USAGE.to_owned()),
     }

@@ -7,7 +7,8 @@
 //! - `cargo xtask bench classify`: offline classification against a plain JSON parse;
 //!   `cargo xtask bench cli`: every command on `sim serve`; `cargo xtask bench job` and
 //!   `bench many-jobs`: one big job, and many TrainJobs, on the real control plane beside
-//!   kubectl; `cargo xtask bench scale`: one Backend among many jobs (docs/benchmarks.md).
+//!   kubectl; `cargo xtask bench gate`: the readmission gate under load beside Kueue
+//!   alone; `cargo xtask bench scale`: one Backend among many jobs (docs/benchmarks.md).
 //! - `cargo xtask e2e --kubeconfig FILE | --real [--stack NAME]`: the end-to-end suite
 //!   against a real cluster, or on the real control plane of `cargo xtask cluster` in
 //!   both modes.
@@ -53,7 +54,7 @@ mod tidy;
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: cargo xtask <test|ci|bench classify|bench cli|bench job|bench many-jobs|bench scale|chaos|e2e|cluster|matrix|fidelity|fixtures|soak|dist|python|install|fuzz>
+    "usage: cargo xtask <test|ci|bench classify|bench cli|bench job|bench many-jobs|bench gate|bench scale|chaos|e2e|cluster|matrix|fidelity|fixtures|soak|dist|python|install|fuzz>
 
   test             run every test of the workspace
   ci [--real]      cargo fmt --check, clippy -D warnings, cargo doc, then test; with
@@ -66,6 +67,9 @@ const USAGE: &str =
   bench many-jobs [--stack NAME] [--train-jobs 10000] [--namespaces 100] [--runs 3]
                    explain -A and find among many TrainJobs on the real control plane,
                    beside kubectl get
+  bench gate [--stack NAME] [--workloads 500] [--runs 3]
+                   Workloads held and released through the readmission gate (two
+                   replicas, and across a leader change) beside Kueue alone
   bench scale [--stack NAME | --kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]
                    one Backend in a namespace of M other TrainJobs watching N jobs: Find's
                    requests, bytes, latency and CPU, watch requests, memory per watched

@@ -167,6 +167,15 @@ pub fn median(values: impl IntoIterator<Item = f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
+/// The `p`-th percentile of `values` (0 < `p` ≤ 1) by nearest rank: the smallest value
+/// with at least that share of the values at or below it; NaN when there are none.
+pub fn percentile(values: impl IntoIterator<Item = f64>, p: f64) -> f64 {
+    let mut values: Vec<f64> = values.into_iter().collect();
+    values.sort_by(f64::total_cmp);
+    let rank = (p * values.len() as f64).ceil() as usize;
+    values.get(rank.saturating_sub(1)).copied().unwrap_or(f64::NAN)
+}
+
 /// Writes `text` to `dir/name`.
 pub fn write(dir: &Path, name: &str, text: &str) -> Result<PathBuf, String> {
     let file = dir.join(name);
@@ -252,4 +261,19 @@ pub async fn client_of(path: &str) -> Result<(kube::Config, kube::Client), Strin
         .map_err(|e| e.to_string())?;
     let client = kube::Client::try_from(config.clone()).map_err(|e| e.to_string())?;
     Ok((config, client))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_percentile_is_the_value_at_its_nearest_rank() {
+        let hundred = (1..=100).map(f64::from);
+        assert_eq!(percentile(hundred.clone(), 0.99), 99.0);
+        assert_eq!(percentile(hundred.clone().rev(), 0.5), 50.0);
+        assert_eq!(percentile(hundred, 1.0), 100.0);
+        assert_eq!(percentile([7.0], 0.99), 7.0);
+        assert!(percentile([], 0.5).is_nan());
+    }
 }

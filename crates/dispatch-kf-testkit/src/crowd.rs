@@ -1,9 +1,9 @@
-//! Filling a cluster for the benches: namespaces, and the TrainJobs other tenants hold
-//! (suspended, on the stock runtime, of no dispatch job).
+//! Filling a cluster for the benches: namespaces, and TrainJobs of no dispatch job (the
+//! suspended ones other tenants hold, or those a Kueue user applies).
 
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, PostParams};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use dispatch_kf_model::keys;
 
@@ -28,17 +28,33 @@ pub async fn other_train_jobs(
     kube: &kube::Client,
     names: &[(String, String)],
 ) -> Result<(), String> {
+    train_jobs(kube, names, &on_stock_runtime(json!({"suspend": true}))).await
+}
+
+/// A TrainJob on the stock runtime `torch-distributed`, with `spec` besides.
+pub fn on_stock_runtime(mut spec: Value) -> Value {
+    spec["runtimeRef"] = json!({"apiGroup": keys::TRAINER_GROUP,
+        "kind": keys::KIND_CLUSTER_TRAINING_RUNTIME, "name": "torch-distributed"});
+    json!({"apiVersion": keys::TRAINER_API_VERSION, "kind": keys::KIND_TRAIN_JOB,
+        "metadata": {}, "spec": spec})
+}
+
+/// Makes the TrainJob `template` under each (namespace, name) of `names`, sixteen at
+/// once; one that exists is left.
+pub async fn train_jobs(
+    kube: &kube::Client,
+    names: &[(String, String)],
+    template: &Value,
+) -> Result<(), String> {
     let resource = dispatch_kf_client::resources::TRAIN_JOB.api_resource();
     let creates = names.iter().map(|(namespace, name)| {
         let api: Api<DynamicObject> = Api::namespaced_with(kube.clone(), namespace, &resource);
+        let mut object = template.clone();
+        object["metadata"]["name"] = json!(name);
+        object["metadata"]["namespace"] = json!(namespace);
         async move {
-            let object: DynamicObject = serde_json::from_value(json!({
-                "apiVersion": keys::TRAINER_API_VERSION, "kind": keys::KIND_TRAIN_JOB,
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": {"suspend": true, "runtimeRef": {"apiGroup": keys::TRAINER_GROUP,
-                    "kind": keys::KIND_CLUSTER_TRAINING_RUNTIME, "name": "torch-distributed"}}
-            }))
-            .map_err(|e| e.to_string())?;
+            let object: DynamicObject =
+                serde_json::from_value(object).map_err(|e| e.to_string())?;
             match api.create(&PostParams::default(), &object).await {
                 Ok(_) => Ok(()),
                 Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),

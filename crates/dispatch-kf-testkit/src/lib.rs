@@ -5,6 +5,7 @@
 
 pub mod commands;
 pub mod crowd;
+pub mod follow;
 mod proxy;
 
 use std::time::Duration;

@@ -1,10 +1,12 @@
-//! The benches on the real control plane, each step through `dispatch-kf` beside
-//! `kubectl`: `cargo xtask bench job`, one big job
-//! (`crates/dispatch-kf-testkit/src/bin/big_job/`), and `cargo xtask bench many-jobs`,
-//! a cluster of many TrainJobs (`crates/dispatch-kf-testkit/src/bin/many_jobs.rs`).
-//! Each starts the control plane of the stack named (`current` by default) with the
-//! 8-GPU kwok nodes it needs, builds `dispatch-kf` and the bench with optimizations,
-//! runs the bench, and stops the control plane, measured or not.
+//! The benches on the real control plane, each beside what a user would have instead:
+//! `cargo xtask bench job`, one big job (`crates/dispatch-kf-testkit/src/bin/big_job/`),
+//! and `cargo xtask bench many-jobs`, a cluster of many TrainJobs
+//! (`crates/dispatch-kf-testkit/src/bin/many_jobs.rs`), each step through `dispatch-kf`
+//! beside `kubectl`; `cargo xtask bench gate`, the readmission gate under load beside
+//! Kueue alone (`crates/dispatch-kf-testkit/src/bin/gate_load/`). Each starts the
+//! control plane of the stack named (`current` by default) with the 8-GPU kwok nodes it
+//! needs, builds what it runs with optimizations, runs the bench, and stops the control
+//! plane, measured or not.
 
 use crate::cluster;
 use crate::run::{self, target_dir};
@@ -56,44 +58,93 @@ pub(crate) fn job(args: &[String]) -> run::Result {
     let (pods, gpus) = (shape.pods.to_string(), shape.gpus_per_pod.to_string());
     let mut bench = vec!["--pods", &pods, "--gpus-per-pod", &gpus];
     bench.extend(shape.rest.iter().map(String::as_str));
-    on_real(stack, shape.nodes(), "big_job", &bench)
+    on_real(stack, Plane::with_cli(shape.nodes()), "big_job", &bench)
 }
 
 /// `cargo xtask bench many-jobs`: its arguments go to the bench as they are.
 pub(crate) fn many_jobs(args: &[String]) -> run::Result {
     let (stack, rest) = cluster::take_stack(args)?;
     let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
-    on_real(stack, 4, "many_jobs", &rest)
+    on_real(stack, Plane::with_cli(4), "many_jobs", &rest)
 }
 
-/// Runs the testkit's `bench` with `args` on the real control plane of `stack` with
-/// `nodes` kwok nodes, and `dispatch-kf`, both built with optimizations.
+/// `cargo xtask bench gate`: Kueue with two gate replicas, nodes for both sets of
+/// Workloads (the gated ones and Kueue's alone) running at once.
+pub(crate) fn gate(args: &[String]) -> run::Result {
+    let (stack, rest) = cluster::take_stack(args)?;
+    let workloads = workloads(&rest)?;
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let plane =
+        Plane { nodes: (2 * workloads).div_ceil(GPUS_PER_NODE).max(3), gates: 2, cli: false };
+    let xtask = std::env::current_exe().map_err(|e| format!("this xtask's path: {e}"))?;
+    let xtask = xtask.to_str().ok_or("this xtask's path is not UTF-8")?.to_owned();
+    on_real(stack, plane, "gate_load", &[&["--xtask", xtask.as_str()], &rest[..]].concat())
+}
+
+/// The number after `--workloads` (500 without one): the gate bench's size.
+fn workloads(args: &[String]) -> Result<u32, String> {
+    match args.iter().position(|a| a == "--workloads") {
+        None => Ok(500),
+        Some(at) => {
+            let value = args.get(at + 1).ok_or("--workloads needs a number")?;
+            value.parse().map_err(|_| format!("--workloads: {value:?} is not a number"))
+        }
+    }
+}
+
+/// What a bench needs of the control plane and beside it.
+struct Plane {
+    /// kwok nodes of [`GPUS_PER_NODE`] GPUs.
+    nodes: u32,
+    /// With Kueue and this many replicas of the readmission gate (built with
+    /// optimizations); none: without Kueue.
+    gates: u32,
+    /// `dispatch-kf` built with optimizations, its path given as `--cli`.
+    cli: bool,
+}
+
+impl Plane {
+    fn with_cli(nodes: u32) -> Plane {
+        Plane { nodes, gates: 0, cli: true }
+    }
+}
+
+/// Runs the testkit's `bench` with `args`, built with optimizations, on the real
+/// control plane of `stack` made as `plane` says.
 fn on_real(
     stack: Option<&'static cluster::Stack>,
-    nodes: u32,
+    plane: Plane,
     bench: &str,
     args: &[&str],
 ) -> run::Result {
-    run::cargo(&[
-        "build",
-        "--release",
-        "--locked",
-        "-p",
-        "dispatch-kf-cli",
-        "--bin",
-        "dispatch-kf",
-    ])?;
+    let mut args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    if plane.cli {
+        let cli =
+            ["build", "--release", "--locked", "-p", "dispatch-kf-cli", "--bin", "dispatch-kf"];
+        run::cargo(&cli)?;
+        let cli = target_dir().join("release/dispatch-kf");
+        let cli = cli.to_str().ok_or("the target folder's path is not UTF-8")?.to_owned();
+        args.extend(["--cli".to_owned(), cli]);
+    }
     run::cargo(&["build", "--release", "--locked", "-p", "dispatch-kf-testkit", "--bin", bench])?;
-    let cli = target_dir().join("release/dispatch-kf");
-    let cli = cli.to_str().ok_or("the target folder's path is not UTF-8")?.to_owned();
     let stack = stack.unwrap_or_else(cluster::default_stack);
-    let options = cluster::Options { stack, nodes, gpus: GPUS_PER_NODE, ..Default::default() };
+    let kueue = plane.gates > 0;
+    let options = cluster::Options {
+        stack,
+        nodes: plane.nodes,
+        gpus: GPUS_PER_NODE,
+        kueue,
+        ..Default::default()
+    };
     let measure = || -> run::Result {
         let kubeconfig = cluster::up(&options)?;
+        if kueue {
+            cluster::start_gates(plane.gates, cluster::Build::Release)?;
+        }
         let kubeconfig = kubeconfig.to_str().ok_or("the kubeconfig's path is not UTF-8")?;
         let mut cargo = vec!["run", "--release", "--locked", "-p", "dispatch-kf-testkit"];
-        cargo.extend(["--bin", bench, "--", "--kubeconfig", kubeconfig, "--cli", &cli]);
-        cargo.extend(args);
+        cargo.extend(["--bin", bench, "--", "--kubeconfig", kubeconfig]);
+        cargo.extend(args.iter().map(String::as_str));
         run::cargo(&cargo)
     };
     let result = measure();
@@ -113,6 +164,14 @@ mod tests {
         assert_eq!((shape.nodes(), shape.rest), (512, args(&["--runs", "1"])));
         assert_eq!(Shape::parse(&[]).unwrap().nodes(), 128);
         assert_eq!(Shape::parse(&args(&["--pods", "8"])).unwrap().nodes(), 3);
+    }
+
+    #[test]
+    fn the_gate_bench_is_five_hundred_workloads_unless_told() {
+        assert_eq!(workloads(&args(&["--runs", "1"])), Ok(500));
+        assert_eq!(workloads(&args(&["--workloads", "40", "--runs", "1"])), Ok(40));
+        assert!(workloads(&args(&["--workloads"])).is_err());
+        assert!(workloads(&args(&["--workloads", "many"])).is_err());
     }
 
     #[test]

@@ -46,7 +46,7 @@ impl Default for Options {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask cluster <up [--stack NAME] [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE] | gate | down | build [--stack NAME] | kill|freeze|thaw|restart PROCESS>";
+const USAGE: &str = "usage: cargo xtask cluster <up [--stack NAME] [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE] | gate | down | build [--stack NAME] | kill|stop|freeze|thaw|restart PROCESS>";
 
 /// `cargo xtask cluster ...`.
 pub(crate) fn run(args: &[String]) -> run::Result {
@@ -70,6 +70,9 @@ pub(crate) fn run(args: &[String]) -> run::Result {
 pub(crate) enum Fault {
     /// SIGKILL to its process group; it stays down.
     Kill,
+    /// SIGTERM, as a rolling update stops a pod, and waited for until it has exited
+    /// (SIGKILL after 15 s); it stays down.
+    Stop,
     /// SIGSTOP: it holds its connections and answers nothing.
     Freeze,
     /// SIGCONT after a freeze.
@@ -79,8 +82,9 @@ pub(crate) enum Fault {
 }
 
 impl Fault {
-    const NAMES: [(&str, Fault); 4] = [
+    const NAMES: [(&str, Fault); 5] = [
         ("kill", Fault::Kill),
+        ("stop", Fault::Stop),
         ("freeze", Fault::Freeze),
         ("thaw", Fault::Thaw),
         ("restart", Fault::Restart),
@@ -95,6 +99,13 @@ impl Fault {
         let dir = run_dir();
         match self {
             Fault::Kill => process::signal_named(&dir, name, "KILL").map(drop),
+            Fault::Stop => match process::pid_of(&dir, name) {
+                Some(pid) if process::alive(pid) => {
+                    process::stop_one(&dir, name, Duration::from_secs(15));
+                    Ok(())
+                }
+                _ => Err(format!("{name} is not running on this control plane")),
+            },
             Fault::Freeze => process::signal_named(&dir, name, "STOP").map(drop),
             Fault::Thaw => process::signal_named(&dir, name, "CONT").map(drop),
             Fault::Restart => components::restart(&dir, name).map(drop),
@@ -222,22 +233,35 @@ const GATE_ACCOUNT: (&str, &str) = ("dispatch-system", "dispatch-kf-gate");
 /// runs as its ServiceAccount, with only the permissions of `GATE_RBAC`, which this
 /// applies first: the e2e suite's Kueue scenario thereby proves they are enough.
 pub(crate) fn start_gate() -> run::Result {
-    start_gates(1)
+    start_gates(1, Build::Debug)
 }
 
-/// [`start_gate`] with `replicas` replicas electing a leader: `dispatch-kf-gate` (the
-/// identity `xtask-gate`, which leads), then `dispatch-kf-gate-2` and on (`xtask-gate-2`
-/// ..., which follow).
-pub(crate) fn start_gates(replicas: u32) -> run::Result {
+/// How `dispatch-kf-gate` is built before it is started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Build {
+    /// A debug build, quick to make (the tests).
+    Debug,
+    /// With optimizations, as a deployment runs it (the benches).
+    Release,
+}
+
+/// [`start_gate`] with `replicas` replicas electing a leader, built as `build` says:
+/// `dispatch-kf-gate` (the identity `xtask-gate`, which leads), then
+/// `dispatch-kf-gate-2` and on (`xtask-gate-2` ..., which follow).
+pub(crate) fn start_gates(replicas: u32, build: Build) -> run::Result {
     let stack = running_stack()?;
     eprintln!("xtask: starting {replicas} gate(s) on the control plane of stack {}", stack.name);
-    run::cargo(&["build", "-p", "dispatch-kf-gate", "--locked"])?;
+    let (optimized, profile): (&[&str], &str) = match build {
+        Build::Debug => (&[], "debug"),
+        Build::Release => (&["--release"], "release"),
+    };
+    run::cargo(&[&["build"], optimized, &["-p", "dispatch-kf-gate", "--locked"]].concat())?;
     let kubeconfig = gate_kubeconfig()?;
     for replica in 1..=replicas {
         let suffix = if replica == 1 { String::new() } else { format!("-{replica}") };
         let (name, identity) = (format!("dispatch-kf-gate{suffix}"), format!("xtask-gate{suffix}"));
         let _killed = process::stop_one(&run_dir(), &name, Duration::from_secs(10));
-        let binary = run::target_dir().join("debug").join("dispatch-kf-gate");
+        let binary = run::target_dir().join(profile).join("dispatch-kf-gate");
         let mut gate = std::process::Command::new(binary);
         gate.arg("--kubeconfig").arg(&kubeconfig).args([
             "--lease-namespace",

@@ -17,12 +17,11 @@
 //! A small job of the same shape is read the same way first, so that the requests of a
 //! Find can be compared as the ranks grow. Every command is a process of its own whose
 //! requests go through a proxy that counts them (`dispatch_kf_testkit::commands`); the bench follows the
-//! pods on a connection of its own (`pods.rs`).
+//! pods on a connection of its own (`dispatch_kf_testkit::follow`).
 //!
 //! Usage: `big_job --kubeconfig PATH --cli PATH [--pods 1024] [--gpus-per-pod 1]
 //! [--runs 3]`.
 
-mod pods;
 mod report;
 
 use std::path::{Path, PathBuf};
@@ -32,10 +31,10 @@ use std::time::Duration;
 use dispatch_core::{CauseKind, JobId, ObjectObs, ObjectState};
 use dispatch_kf_model::keys;
 use dispatch_kf_testkit::commands::{self, Call, Tools, write};
+use dispatch_kf_testkit::follow::Pods;
 use dispatch_kf_testkit::{Proxy, job};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use pods::Pods;
 use report::{Run, Small};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -226,7 +225,7 @@ impl Bench<'_> {
         let train_job = as_applied(&rendered.stdout)?;
         let name = train_job["metadata"]["name"].as_str().unwrap_or_default().to_owned();
         let file = write(&self.tools.dir, "trainjob.json", &train_job.to_string())?;
-        let mut pods = Pods::of(&self.kube, NS, &format!("{}={name}", keys::JOBSET_NAME));
+        let pods = Pods::of(&self.kube, NS, &format!("{}={name}", keys::JOBSET_NAME));
         tokio::time::sleep(SETTLE).await;
         let t0 = Instant::now();
         self.tools.run(&self.proxy, self.tools.kubectl(&["apply", "-f", path(&file)])).await?;
@@ -250,7 +249,7 @@ impl Bench<'_> {
     ) -> Result<(String, Duration), String> {
         let request = request(job, pods, self.options.gpus_per_pod);
         let request = write(&self.tools.dir, "request.json", &request.to_string())?;
-        let mut running = Pods::of(&self.kube, NS, &format!("{}={job}", keys::LABEL_JOB_ID));
+        let running = Pods::of(&self.kube, NS, &format!("{}={job}", keys::LABEL_JOB_ID));
         tokio::time::sleep(SETTLE).await;
         let t0 = Instant::now();
         let started = self
@@ -278,7 +277,7 @@ impl Bench<'_> {
 
     /// `dispatch-kf stop-job`, which answers once nothing of the job is left: its time.
     async fn stop_job(&self, job: &JobId) -> Result<Duration, String> {
-        let mut pods = Pods::of(&self.kube, NS, &format!("{}={job}", keys::LABEL_JOB_ID));
+        let pods = Pods::of(&self.kube, NS, &format!("{}={job}", keys::LABEL_JOB_ID));
         let t0 = Instant::now();
         self.tools.run(&self.proxy, self.tools.dispatch(&["stop-job", job.as_str()])).await?;
         let took = t0.elapsed();
