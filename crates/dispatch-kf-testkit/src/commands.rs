@@ -176,6 +176,21 @@ pub fn percentile(values: impl IntoIterator<Item = f64>, p: f64) -> f64 {
     values.get(rank.saturating_sub(1)).copied().unwrap_or(f64::NAN)
 }
 
+/// Runs `xtask` (the `xtask` binary that started the control plane) with `args`, as
+/// `cargo xtask cluster kill|stop|restart ...`: its error output when it fails.
+pub async fn xtask(xtask: &str, args: &[&str]) -> Result<(), String> {
+    let out = tokio::process::Command::new(xtask).args(args).output().await;
+    match out {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!(
+            "xtask {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => Err(format!("xtask {}: {e}", args.join(" "))),
+    }
+}
+
 /// Writes `text` to `dir/name`.
 pub fn write(dir: &Path, name: &str, text: &str) -> Result<PathBuf, String> {
     let file = dir.join(name);

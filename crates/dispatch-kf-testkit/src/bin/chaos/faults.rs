@@ -142,22 +142,7 @@ impl Faults {
     }
 
     async fn xtask(&self, args: &[&str]) -> Result<(), String> {
-        let program = self.xtask.clone();
-        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-        tokio::task::spawn_blocking(move || {
-            let out = std::process::Command::new(&program).args(&args).output();
-            match out {
-                Ok(out) if out.status.success() => Ok(()),
-                Ok(out) => Err(format!(
-                    "xtask {}: {}",
-                    args.join(" "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                )),
-                Err(e) => Err(format!("xtask {}: {e}", args.join(" "))),
-            }
-        })
-        .await
-        .expect("a blocking task")
+        dispatch_kf_testkit::commands::xtask(&self.xtask, args).await
     }
 
     /// Every connection of the adapter passes nothing for one to ten seconds.

@@ -303,18 +303,8 @@ impl Bench<'_> {
         }
     }
 
-    /// Runs `xtask` with `args`, as the process that started the control plane would.
     async fn xtask(&self, args: &[&str]) -> Result<(), String> {
-        let out = tokio::process::Command::new(&self.options.xtask).args(args).output().await;
-        match out {
-            Ok(out) if out.status.success() => Ok(()),
-            Ok(out) => Err(format!(
-                "xtask {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
-            Err(e) => Err(format!("xtask {}: {e}", args.join(" "))),
-        }
+        commands::xtask(&self.options.xtask, args).await
     }
 }
 
