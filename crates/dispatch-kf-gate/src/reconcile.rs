@@ -88,7 +88,11 @@ async fn reconcile_workload(
             Err(e) if e.is_conflict() && tries < CONFLICT_TRIES => {
                 cx.telemetry.reconcile_failed(Object::Workload);
                 tries += 1;
-                read = as_json(&api.get(&name).await?)?;
+                // A Workload deleted since is nothing more to decide.
+                let Some(fresh) = api.get_opt(&name).await? else {
+                    return Ok(Action::await_change());
+                };
+                read = as_json(&fresh)?;
             }
             done => return done.map(|()| Action::requeue(RESYNC)),
         }
