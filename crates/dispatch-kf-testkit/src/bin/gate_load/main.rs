@@ -30,14 +30,14 @@ use std::time::Duration;
 
 use dispatch_core::{Backend, CallContext, JobId, ObjectRef};
 use dispatch_kf::KubeflowBackend;
-use dispatch_kf_client::Cluster;
+use dispatch_kf_client::{Cluster, resources};
 use dispatch_kf_model::{Settings, keys};
 use dispatch_kf_testkit::commands::{self, Flags};
 use dispatch_kf_testkit::follow::{Followed, Pods};
 use dispatch_kf_testkit::{crowd, job};
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use readmissions::{Now, Readmissions};
 use report::{Cycle, Handover, Report, Run, Way};
 use serde_json::{Value, json};
@@ -263,7 +263,7 @@ impl Bench<'_> {
     /// `spec.active` of every Workload `names` names in Kueue's namespace.
     async fn set_active(&self, names: &[String], active: bool) -> Result<(), String> {
         let api: Api<DynamicObject> =
-            Api::namespaced_with(self.kube.clone(), ANCHOR, &readmissions::workload());
+            Api::namespaced_with(self.kube.clone(), ANCHOR, &resources::WORKLOAD.api_resource());
         let patch = json!({"spec": {"active": active}});
         let patches = names.iter().map(|name| {
             let (api, patch) = (&api, &patch);
@@ -335,35 +335,34 @@ async fn set_up(kube: &kube::Client, workloads: usize) -> Result<(), String> {
                     {"name": "pods", "nominalQuota": quota}]}]}]
         }
     });
-    apply(kube, None, ("ClusterQueue", "clusterqueues"), &cluster_queue).await?;
+    apply(kube, None, resources::CLUSTER_QUEUE, &cluster_queue).await?;
     for (namespace, cluster_queue) in [(ANCHOR, ANCHOR), (GATED, GATED_CLUSTER_QUEUE)] {
         let local_queue = json!({
             "apiVersion": keys::KUEUE_API_VERSION, "kind": "LocalQueue",
             "metadata": {"name": namespace, "namespace": namespace},
             "spec": {"clusterQueue": cluster_queue}
         });
-        apply(kube, Some(namespace), ("LocalQueue", "localqueues"), &local_queue).await?;
+        apply(kube, Some(namespace), resources::LOCAL_QUEUE, &local_queue).await?;
     }
     Ok(())
 }
 
-/// Server-side applies the Kueue object `object` of `kind`.
+/// Server-side applies `object`, a `resource`.
 async fn apply(
     kube: &kube::Client,
     namespace: Option<&str>,
-    (kind, plural): (&str, &str),
+    resource: resources::Resource,
     object: &Value,
 ) -> Result<(), String> {
-    let gvk = GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", kind);
-    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+    let api_resource = resource.api_resource();
     let api: Api<DynamicObject> = match namespace {
-        Some(namespace) => Api::namespaced_with(kube.clone(), namespace, &resource),
-        None => Api::all_with(kube.clone(), &resource),
+        Some(namespace) => Api::namespaced_with(kube.clone(), namespace, &api_resource),
+        None => Api::all_with(kube.clone(), &api_resource),
     };
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
     let params = PatchParams::apply("dispatch-kf-bench").force();
     let applied = api.patch(name, &params, &Patch::Apply(object)).await;
-    applied.map(drop).map_err(|e| format!("{kind} {name}: {e}"))
+    applied.map(drop).map_err(|e| format!("{} {name}: {e}", resource.kind))
 }
 
 /// The trainer of every job: one rank of one GPU.

@@ -89,7 +89,8 @@ pub(crate) struct Readmissions {
 impl Readmissions {
     /// Follows the Workloads of `namespace`.
     pub(crate) fn follow(kube: &kube::Client, namespace: &str) -> Followed<Readmissions> {
-        let api = Api::namespaced_with(kube.clone(), namespace, &workload());
+        let workload = dispatch_kf_client::resources::WORKLOAD.api_resource();
+        let api = Api::namespaced_with(kube.clone(), namespace, &workload);
         Followed::start(api, "", Readmissions::default(), Readmissions::fold)
     }
 
@@ -155,12 +156,6 @@ impl fmt::Debug for Readmissions {
             self.count(|n| n.admitted)
         )
     }
-}
-
-/// Kueue's Workload.
-pub(crate) fn workload() -> kube::api::ApiResource {
-    let gvk = kube::api::GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload");
-    kube::api::ApiResource::from_gvk_with_plural(&gvk, "workloads")
 }
 
 #[cfg(test)]
