@@ -5,45 +5,28 @@
 //! check Ready (with the admission count for the pods) only when dispatch permits the
 //! admission, Retry otherwise; the rule itself is `dispatch_kf_model::readmission`.
 //!
-//! - [`election`]: who leads, decided from the Lease (pure);
-//! - `lease`: the Lease on the apiserver;
-//! - `reconcile`: the two kube-runtime reconcilers;
-//! - [`run`]: campaigns, runs the reconcilers while leading, and steps down on shutdown;
-//!   [`spawn`] runs it on a task of its own;
+//! - `reconcile`: the two kube-runtime reconcilers, the work while leading;
+//! - [`run`] and [`spawn`]: the replica of `dispatch_kf_replica` (the Lease campaign)
+//!   with those reconcilers as its work;
 //! - [`telemetry`]: where the replica stands and what it counted, which [`run`] records;
-//! - [`probes`]: `/healthz`, `/readyz` and `/metrics` served from that.
+//!   `dispatch_kf_replica::probes` serves it.
 //!
 //! Time comes from a [`Clock`], so tests drive it with the simulated cluster's clock.
 
-pub mod election;
-mod lease;
-pub mod probes;
 mod reconcile;
 pub mod telemetry;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use jiff::Timestamp;
-use k8s_openapi::api::coordination::v1::Lease;
-use kube::Api;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
-use tokio::time::Instant;
+use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
-use lease::{Campaign, LeaseLock};
-use telemetry::{Alive, Role, Telemetry};
+use dispatch_kf_replica::Work;
+pub use dispatch_kf_replica::{Clock, Running, system_clock};
+use telemetry::Telemetry;
 
-/// Where the time comes from: the wall clock in production, a virtual one in tests.
-pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
-
-/// The wall clock.
-pub fn system_clock() -> Clock {
-    Arc::new(Timestamp::now)
-}
-
-/// Why the gate failed.
+/// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]
 pub enum GateError {
     /// The apiserver refused or could not be reached. Shown redacted: a failed exec
@@ -66,233 +49,28 @@ impl GateError {
     }
 }
 
-/// How the gate runs.
-#[derive(Clone)]
-pub struct Options {
-    /// The Lease's namespace.
-    pub lease_namespace: String,
-    /// The Lease's name (the adapter's `kueue.lease` setting).
-    pub lease_name: String,
-    /// This replica's identity in the Lease (unique per replica: its pod name).
-    pub identity: String,
-    /// `leaseDurationSeconds`: how long a silent leader keeps the Lease.
-    pub lease_duration: Duration,
-    /// A leader that could not renew for this long stops acting (well inside the
-    /// lease duration, so it stops before anyone else may start).
-    pub renew_deadline: Duration,
-    /// How often the Lease is renewed or tried.
-    pub retry_period: Duration,
-    /// The clock.
-    pub clock: Clock,
-    /// Where the replica's role and counters are recorded (for the probe server).
-    pub telemetry: Telemetry,
-}
+/// How the gate runs: the Lease (the adapter's `kueue.lease` setting), the clock, and
+/// the gate's [`Telemetry`].
+pub type Options = dispatch_kf_replica::Options<Telemetry>;
 
-impl Options {
-    /// client-go's defaults: a 15 s Lease, a 10 s renew deadline, tries every 2 s.
-    pub fn new(lease_namespace: &str, lease_name: &str, identity: &str) -> Options {
-        Options {
-            lease_namespace: lease_namespace.to_owned(),
-            lease_name: lease_name.to_owned(),
-            identity: identity.to_owned(),
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(10),
-            retry_period: Duration::from_secs(2),
-            clock: system_clock(),
-            telemetry: Telemetry::new(),
-        }
-    }
-}
-
-/// The reconcilers while this replica leads. They stop on a timer of their own, on
-/// tokio's monotonic clock, once the last renewal's deadline passes without another,
-/// whatever any request is doing: a Lease request hanging on a half-open connection
-/// cannot keep them acting while another replica takes the Lease.
-struct Leading {
-    stop: CancellationToken,
-    /// When the reconcilers must have stopped unless the Lease is renewed before.
-    until: watch::Sender<Instant>,
-    task: JoinHandle<()>,
-}
-
-impl Leading {
-    /// Starts the reconcilers, to act until `until` unless renewed.
-    fn start(
-        client: kube::Client,
-        options: &Options,
-        parent: &CancellationToken,
-        until: Instant,
-    ) -> Leading {
-        let stop = parent.child_token();
-        let (renewed, deadline) = watch::channel(until);
-        let telemetry = options.telemetry.clone();
-        let reconcilers =
-            reconcile::run(client, options.clock.clone(), telemetry.clone(), stop.clone());
-        let task = tokio::spawn(async move {
-            tokio::select! {
-                () = reconcilers => {}
-                () = passes(deadline) => {
-                    tracing::warn!("renew deadline passed: reconcilers stop");
-                    telemetry.set_role(Role::Starting);
-                }
-            }
-        });
-        Leading { stop, until: renewed, task }
-    }
-
-    /// The Lease was renewed: the reconcilers may act until `until`.
-    fn renewed(&self, until: Instant) {
-        self.until.send_replace(until);
-    }
-
-    /// Whether the renew deadline passed and stopped the reconcilers.
-    fn lapsed(&self) -> bool {
-        self.task.is_finished()
-    }
-
-    /// Stops the reconcilers and waits until they have (no longer than the deadline).
-    async fn end(mut self) {
-        self.stop.cancel();
-        let _ = (&mut self.task).await;
-    }
-}
-
-/// Returns once the latest deadline `until` gives has passed.
-async fn passes(mut until: watch::Receiver<Instant>) {
-    loop {
-        let deadline = *until.borrow_and_update();
-        tokio::select! {
-            () = tokio::time::sleep_until(deadline) => return,
-            changed = until.changed() => {
-                if changed.is_err() {
-                    return tokio::time::sleep_until(deadline).await;
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Leading {
-    /// The reconcilers never outlive their leadership: if [`run`] itself is dropped
-    /// (its task aborted), they stop too, rather than act on without the Lease.
-    fn drop(&mut self) {
-        self.stop.cancel();
-        self.task.abort();
-    }
-}
-
-/// A gate controller running on a task of its own (what an embedding program, such as
-/// `dispatch-kf sim serve --gate` or a test, holds).
-pub struct Running {
-    stop: CancellationToken,
-    task: JoinHandle<()>,
+/// The gate's work while it leads: its reconcilers.
+pub fn work(client: kube::Client, options: &Options) -> Work {
+    let (clock, telemetry) = (options.clock.clone(), options.telemetry.clone());
+    Arc::new(move |stop: CancellationToken| {
+        reconcile::run(client.clone(), clock.clone(), telemetry.clone(), stop).boxed()
+    })
 }
 
 /// Starts [`run`] on a task of its own.
 pub fn spawn(client: kube::Client, options: Options) -> Running {
-    let stop = CancellationToken::new();
-    let task = tokio::spawn(run(client, options, stop.clone()));
-    Running { stop, task }
+    let work = work(client.clone(), &options);
+    dispatch_kf_replica::spawn(client, options, work)
 }
 
-impl Running {
-    /// A clean shutdown: the reconcilers stop and the Lease is given up.
-    pub async fn shut_down(mut self) {
-        self.stop.cancel();
-        let _ = (&mut self.task).await;
-    }
-
-    /// A crash: nothing more is written, and the Lease stays until it expires.
-    pub async fn abort(mut self) {
-        self.task.abort();
-        let _ = (&mut self.task).await;
-    }
-}
-
-impl Drop for Running {
-    /// Dropped without [`Running::shut_down`]: it stops at its next step.
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-/// Campaigns for the Lease every `retry_period`, runs the reconcilers while it leads,
-/// stops them when it loses the Lease or cannot renew within `renew_deadline` (each
-/// campaign is bounded by it too), and on `shutdown` stops them and gives the Lease up.
-/// Returns when `shutdown` is cancelled.
-///
-/// Safe against a second leader as long as `renew_deadline < lease_duration`: the
-/// reconcilers stop `renew_deadline` after the start of the last campaign that renewed,
-/// and another replica takes the Lease no sooner than `lease_duration` after it saw
-/// that renewal land (see [`election`]).
+/// Campaigns for the Lease, runs the reconcilers while it leads, and on `shutdown`
+/// stops them and gives the Lease up (`dispatch_kf_replica::run`, which says why a
+/// second leader cannot act).
 pub async fn run(client: kube::Client, options: Options, shutdown: CancellationToken) {
-    let mut lock = LeaseLock {
-        api: Api::<Lease>::namespaced(client.clone(), &options.lease_namespace),
-        name: options.lease_name.clone(),
-        identity: options.identity.clone(),
-        duration_secs: i32::try_from(options.lease_duration.as_secs()).unwrap_or(i32::MAX),
-        seen: None,
-    };
-    let alive = Alive::start(options.telemetry.clone());
-    let telemetry = &alive.0;
-    let mut leading: Option<Leading> = None;
-    loop {
-        if leading.as_ref().is_some_and(Leading::lapsed) {
-            leading = None;
-        }
-        let started = Instant::now();
-        let campaign =
-            tokio::time::timeout(options.renew_deadline, lock.campaign((options.clock)()));
-        let outcome = tokio::select! {
-            outcome = campaign => match outcome {
-                Ok(answered) => answered.map_err(GateError::from),
-                Err(_) => Err(GateError::Unanswered(options.renew_deadline)),
-            },
-            () = shutdown.cancelled() => break,
-        };
-        match outcome {
-            Ok(Campaign::Leading) => {
-                let until = started + options.renew_deadline;
-                match &leading {
-                    Some(l) => l.renewed(until),
-                    None => {
-                        tracing::info!(identity = %options.identity, "leading: reconcilers start");
-                        leading = Some(Leading::start(client.clone(), &options, &shutdown, until));
-                        telemetry.set_role(Role::Leading);
-                    }
-                }
-            }
-            Ok(Campaign::Following(holder)) => {
-                if let Some(l) = leading.take() {
-                    tracing::warn!(?holder, "lost the Lease: reconcilers stop");
-                    l.end().await;
-                }
-                telemetry.set_role(Role::StandingBy);
-            }
-            Err(error) => {
-                tracing::warn!(%error, "could not renew or read the Lease");
-                telemetry.campaign_failed();
-                if leading.is_none() {
-                    // Not leading and blind to the Lease: not a standby one can count on.
-                    telemetry.set_role(Role::Starting);
-                }
-            }
-        }
-        tokio::select! {
-            () = tokio::time::sleep(options.retry_period) => {}
-            () = shutdown.cancelled() => break,
-        }
-    }
-    if let Some(l) = leading.take() {
-        l.end().await;
-        let step_down =
-            tokio::time::timeout(options.renew_deadline, lock.step_down((options.clock)()));
-        match step_down.await {
-            Ok(Ok(())) => tracing::info!("stepped down"),
-            Ok(Err(error)) => {
-                tracing::warn!(%error, "could not give the Lease up; it expires on its own")
-            }
-            Err(_) => tracing::warn!("giving the Lease up went unanswered; it expires on its own"),
-        }
-    }
+    let work = work(client.clone(), &options);
+    dispatch_kf_replica::run(client, options, work, shutdown).await;
 }

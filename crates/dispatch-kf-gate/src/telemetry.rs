@@ -6,7 +6,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 use dispatch_kf_model::readmission::Decision;
 use prometheus_client::metrics::counter::Counter;
@@ -14,41 +13,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-/// Where a replica stands. Only [`Role::StandingBy`] and [`Role::Leading`] are ready.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Role {
-    /// The campaign loop has not decided yet, or cannot read the Lease and does not lead.
-    Starting = 0,
-    /// Another replica holds the Lease; this one is ready to take over.
-    StandingBy = 1,
-    /// This replica holds the Lease and its reconcilers run.
-    Leading = 2,
-    /// The campaign loop is not running: not started yet, or it returned (shut down,
-    /// aborted or panicked).
-    NotRunning = 3,
-}
-
-impl Role {
-    fn from_u8(value: u8) -> Role {
-        match value {
-            1 => Role::StandingBy,
-            2 => Role::Leading,
-            3 => Role::NotRunning,
-            _ => Role::Starting,
-        }
-    }
-
-    /// `/healthz`: the campaign loop runs.
-    pub fn live(self) -> bool {
-        self != Role::NotRunning
-    }
-
-    /// `/readyz`: leading, or a healthy standby.
-    pub fn ready(self) -> bool {
-        matches!(self, Role::StandingBy | Role::Leading)
-    }
-}
+pub use dispatch_kf_replica::Role;
+use dispatch_kf_replica::RoleCell;
 
 /// What a reconciler looked at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +48,7 @@ pub fn outcome(decision: &Decision) -> &'static str {
 type Labels = [(&'static str, &'static str); 1];
 
 struct Inner {
-    role: AtomicU8,
+    role: RoleCell,
     registry: Registry,
     reconciles: Family<Labels, Counter>,
     decisions: Family<Labels, Counter>,
@@ -140,26 +106,14 @@ impl Telemetry {
             "1 while this replica holds the Lease and reconciles, 0 otherwise",
             leading.clone(),
         );
-        let inner = Inner {
-            role: AtomicU8::new(Role::NotRunning as u8),
-            registry,
-            reconciles,
-            decisions,
-            errors,
-            leading,
-        };
+        let inner =
+            Inner { role: RoleCell::default(), registry, reconciles, decisions, errors, leading };
         Telemetry { inner: Arc::new(inner) }
     }
 
     /// Where the replica stands now.
     pub fn role(&self) -> Role {
-        Role::from_u8(self.inner.role.load(Ordering::SeqCst))
-    }
-
-    /// Records where the replica stands; the `leading` gauge follows.
-    pub fn set_role(&self, role: Role) {
-        self.inner.role.store(role as u8, Ordering::SeqCst);
-        self.inner.leading.set(i64::from(role == Role::Leading));
+        self.inner.role.get()
     }
 
     /// Counts one reconcile of `object`.
@@ -176,14 +130,24 @@ impl Telemetry {
     pub fn reconcile_failed(&self, object: Object) {
         self.inner.errors.get_or_create(&[("step", object.label())]).inc();
     }
+}
 
-    /// Counts one Lease campaign that could not read or write the Lease.
-    pub fn campaign_failed(&self) {
+impl dispatch_kf_replica::Telemetry for Telemetry {
+    fn role(&self) -> Role {
+        Telemetry::role(self)
+    }
+
+    /// The `leading` gauge follows.
+    fn set_role(&self, role: Role) {
+        self.inner.role.set(role);
+        self.inner.leading.set(i64::from(role == Role::Leading));
+    }
+
+    fn campaign_failed(&self) {
         self.inner.errors.get_or_create(&[("step", "lease")]).inc();
     }
 
-    /// The metrics in the OpenMetrics text format, which Prometheus reads.
-    pub fn metrics_text(&self) -> String {
+    fn metrics_text(&self) -> String {
         let mut text = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.inner.registry);
@@ -191,19 +155,59 @@ impl Telemetry {
     }
 }
 
-/// Marks the replica live while held; dropping it (the loop returned, was aborted or
-/// panicked) marks it not running.
-pub(crate) struct Alive(pub(crate) Telemetry);
+#[cfg(test)]
+mod tests {
+    use dispatch_kf_model::readmission::Decision;
+    use dispatch_kf_replica::Telemetry as _;
 
-impl Alive {
-    pub(crate) fn start(telemetry: Telemetry) -> Alive {
-        telemetry.set_role(Role::Starting);
-        Alive(telemetry)
+    use super::*;
+
+    fn value(metrics: &str, series: &str) -> Option<f64> {
+        metrics.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
     }
-}
 
-impl Drop for Alive {
-    fn drop(&mut self) {
-        self.0.set_role(Role::NotRunning);
+    #[test]
+    fn metrics_count_reconciles_decisions_errors_and_leadership() {
+        let telemetry = Telemetry::new();
+        telemetry.set_role(Role::StandingBy);
+        let metrics = telemetry.metrics_text();
+        assert_eq!(value(&metrics, "dispatch_gate_leading"), Some(0.0), "{metrics}");
+        assert!(metrics.ends_with("# EOF\n"), "{metrics}");
+
+        telemetry.set_role(Role::Leading);
+        for _ in 0..3 {
+            telemetry.reconciled(Object::Workload);
+        }
+        telemetry.reconciled(Object::AdmissionCheck);
+        let approve = Decision::Approve { admission: 1, releases: 0, pod_set: "node".into() };
+        telemetry.decided(&approve);
+        telemetry.decided(&Decision::Wait { message: "waiting for Release".into() });
+        telemetry.decided(&Decision::Wait { message: "waiting for Open".into() });
+        telemetry.decided(&Decision::Idle);
+        telemetry.reconcile_failed(Object::Workload);
+        telemetry.campaign_failed();
+
+        let metrics = telemetry.metrics_text();
+        let expected = [
+            ("dispatch_gate_leading", 1.0),
+            ("dispatch_gate_reconciles_total{object=\"workload\"}", 3.0),
+            ("dispatch_gate_reconciles_total{object=\"admission_check\"}", 1.0),
+            ("dispatch_gate_decisions_total{outcome=\"approve\"}", 1.0),
+            ("dispatch_gate_decisions_total{outcome=\"wait\"}", 2.0),
+            ("dispatch_gate_decisions_total{outcome=\"idle\"}", 1.0),
+            ("dispatch_gate_errors_total{step=\"workload\"}", 1.0),
+            ("dispatch_gate_errors_total{step=\"lease\"}", 1.0),
+        ];
+        for (series, want) in expected {
+            assert_eq!(value(&metrics, series), Some(want), "{series} in\n{metrics}");
+        }
+        assert_eq!(
+            value(&metrics, "dispatch_gate_decisions_total{outcome=\"use_up_releases\"}"),
+            None
+        );
+        for name in ["reconciles", "decisions", "errors"] {
+            assert!(metrics.contains(&format!("# TYPE dispatch_gate_{name} counter")), "{metrics}");
+        }
+        assert!(metrics.contains("# TYPE dispatch_gate_leading gauge"), "{metrics}");
     }
 }

@@ -423,7 +423,8 @@ async fn probe_server(telemetry: &Telemetry) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let forever = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(dispatch_kf_gate::probes::serve(listener, telemetry.clone(), forever));
+    let telemetry = std::sync::Arc::new(telemetry.clone());
+    tokio::spawn(dispatch_kf_replica::probes::serve(listener, telemetry, forever));
     address
 }
 

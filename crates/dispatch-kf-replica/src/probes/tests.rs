@@ -1,17 +1,35 @@
 //! The probe server on a loopback port, its state driven by hand: not running,
-//! starting, standing by, leading, stopped; and the counters after some decisions.
+//! starting, standing by, leading, stopped; and its metrics.
 
-use dispatch_kf_model::readmission::Decision;
 use dispatch_kf_testkit::http_get as get;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
 
 use super::*;
-use crate::telemetry::{Object, Role};
+use crate::{Role, RoleCell};
+
+/// A telemetry whose metrics are one fixed line.
+#[derive(Default)]
+struct Fixed {
+    role: RoleCell,
+}
+
+impl Telemetry for Fixed {
+    fn role(&self) -> Role {
+        self.role.get()
+    }
+    fn set_role(&self, role: Role) {
+        self.role.set(role);
+    }
+    fn campaign_failed(&self) {}
+    fn metrics_text(&self) -> String {
+        "fixed_metric 1\n# EOF\n".into()
+    }
+}
 
 /// A probe server on 127.0.0.1:0 and its address.
-async fn server(telemetry: &Telemetry) -> (std::net::SocketAddr, CancellationToken) {
+async fn server(telemetry: &Arc<Fixed>) -> (std::net::SocketAddr, CancellationToken) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let stop = CancellationToken::new();
@@ -25,10 +43,10 @@ async fn codes(address: std::net::SocketAddr) -> (u16, u16) {
 
 #[tokio::test]
 async fn health_and_readiness_follow_the_role() {
-    let telemetry = Telemetry::new();
+    let telemetry = Arc::new(Fixed::default());
     let (address, stop) = server(&telemetry).await;
     assert_eq!(codes(address).await, (503, 503), "not running yet");
-    let alive = crate::telemetry::Alive::start(telemetry.clone());
+    let alive = crate::role::Alive::start(telemetry.clone());
     assert_eq!(codes(address).await, (200, 503), "running, not decided");
     telemetry.set_role(Role::StandingBy);
     assert_eq!(codes(address).await, (200, 200), "a standby is ready");
@@ -42,53 +60,13 @@ async fn health_and_readiness_follow_the_role() {
     stop.cancel();
 }
 
-fn value(metrics: &str, series: &str) -> Option<f64> {
-    metrics.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-}
-
 #[tokio::test]
-async fn metrics_count_reconciles_decisions_errors_and_leadership() {
-    let telemetry = Telemetry::new();
+async fn metrics_are_the_telemetrys_text() {
+    let telemetry = Arc::new(Fixed::default());
     let (address, stop) = server(&telemetry).await;
-    let _alive = crate::telemetry::Alive::start(telemetry.clone());
-    telemetry.set_role(Role::StandingBy);
     let (status, metrics) = get(address, "/metrics").await;
     assert_eq!(status, 200);
-    assert_eq!(value(&metrics, "dispatch_gate_leading"), Some(0.0), "{metrics}");
-    assert!(metrics.ends_with("# EOF\n"), "{metrics}");
-
-    telemetry.set_role(Role::Leading);
-    for _ in 0..3 {
-        telemetry.reconciled(Object::Workload);
-    }
-    telemetry.reconciled(Object::AdmissionCheck);
-    let approve = Decision::Approve { admission: 1, releases: 0, pod_set: "node".into() };
-    telemetry.decided(&approve);
-    telemetry.decided(&Decision::Wait { message: "waiting for Release".into() });
-    telemetry.decided(&Decision::Wait { message: "waiting for Open".into() });
-    telemetry.decided(&Decision::Idle);
-    telemetry.reconcile_failed(Object::Workload);
-    telemetry.campaign_failed();
-
-    let (_, metrics) = get(address, "/metrics").await;
-    let expected = [
-        ("dispatch_gate_leading", 1.0),
-        ("dispatch_gate_reconciles_total{object=\"workload\"}", 3.0),
-        ("dispatch_gate_reconciles_total{object=\"admission_check\"}", 1.0),
-        ("dispatch_gate_decisions_total{outcome=\"approve\"}", 1.0),
-        ("dispatch_gate_decisions_total{outcome=\"wait\"}", 2.0),
-        ("dispatch_gate_decisions_total{outcome=\"idle\"}", 1.0),
-        ("dispatch_gate_errors_total{step=\"workload\"}", 1.0),
-        ("dispatch_gate_errors_total{step=\"lease\"}", 1.0),
-    ];
-    for (series, want) in expected {
-        assert_eq!(value(&metrics, series), Some(want), "{series} in\n{metrics}");
-    }
-    assert_eq!(value(&metrics, "dispatch_gate_decisions_total{outcome=\"use_up_releases\"}"), None);
-    for name in ["reconciles", "decisions", "errors"] {
-        assert!(metrics.contains(&format!("# TYPE dispatch_gate_{name} counter")), "{metrics}");
-    }
-    assert!(metrics.contains("# TYPE dispatch_gate_leading gauge"), "{metrics}");
+    assert_eq!(metrics, "fixed_metric 1\n# EOF\n");
     stop.cancel();
 }
 
@@ -103,7 +81,7 @@ async fn closed_unanswered(stream: &mut tokio::net::TcpStream) -> bool {
 /// timeout passes, on tokio's clock; the probes still answer meanwhile.
 #[tokio::test(start_paused = true)]
 async fn a_connection_that_sends_nothing_is_closed_after_the_header_read_timeout() {
-    let telemetry = Telemetry::new();
+    let telemetry = Arc::new(Fixed::default());
     let (address, stop) = server(&telemetry).await;
     let mut silent = tokio::net::TcpStream::connect(address).await.unwrap();
     let started = tokio::time::Instant::now();
@@ -119,7 +97,7 @@ async fn a_connection_that_sends_nothing_is_closed_after_the_header_read_timeout
 /// answers again once one of them goes.
 #[tokio::test]
 async fn connections_past_the_cap_are_closed_and_the_cap_frees_as_they_go() {
-    let telemetry = Telemetry::new();
+    let telemetry = Arc::new(Fixed::default());
     let (address, stop) = server(&telemetry).await;
     let mut open = Vec::new();
     for _ in 0..MAX_CONNECTIONS {

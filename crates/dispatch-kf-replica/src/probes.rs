@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::telemetry::Telemetry;
+use crate::Telemetry;
 
 /// The content type of `/metrics`: what `prometheus_client`'s text encoder writes.
 pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -33,7 +33,7 @@ fn plain(status: StatusCode, body: &str) -> Response<Full<Bytes>> {
 }
 
 /// The answer to one request.
-fn answer(telemetry: &Telemetry, method: &Method, path: &str) -> Response<Full<Bytes>> {
+fn answer(telemetry: &dyn Telemetry, method: &Method, path: &str) -> Response<Full<Bytes>> {
     if method != Method::GET && method != Method::HEAD {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD");
     }
@@ -60,7 +60,11 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(200);
 /// Serves the probes on `listener` until `shutdown` is cancelled; connections already
 /// open are dropped then. Bounded: at most [`MAX_CONNECTIONS`] at once, each given
 /// [`HEADER_READ_TIMEOUT`] for a request's head and a minute in all.
-pub async fn serve(listener: TcpListener, telemetry: Telemetry, shutdown: CancellationToken) {
+pub async fn serve(
+    listener: TcpListener,
+    telemetry: Arc<dyn Telemetry>,
+    shutdown: CancellationToken,
+) {
     let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
@@ -86,7 +90,7 @@ pub async fn serve(listener: TcpListener, telemetry: Telemetry, shutdown: Cancel
         tokio::spawn(async move {
             let _permit = permit;
             let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let response = answer(&telemetry, request.method(), request.uri().path());
+                let response = answer(&*telemetry, request.method(), request.uri().path());
                 async move { Ok::<_, Infallible>(response) }
             });
             let connection = hyper::server::conn::http1::Builder::new()
