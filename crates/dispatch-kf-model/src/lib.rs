@@ -96,6 +96,7 @@ pub mod readback; // a written TrainJob against the one the apiserver holds
 pub mod readmission; // the readmission gate's rule
 pub mod removal; // what StopJob does to a job's objects beyond deleting them
 pub mod served; // what the cluster's served schemas say of its Trainer
+pub mod signal; // an execution's end or interruption as an Event, once each
 pub mod view; // one plain struct per kind classification reads
 
 mod classify;

@@ -10,10 +10,10 @@
 mod disruption_target;
 pub(crate) mod execution;
 mod facts;
-mod findings;
+pub(crate) mod findings;
 mod foreign;
 mod gone;
-mod index;
+pub(crate) mod index;
 mod initializer;
 pub(crate) mod instance;
 mod node_loss;
