@@ -101,7 +101,7 @@ fn one(options: &Options, mode: e2e::Mode, harness: &Path, report: &Path) -> run
         cluster::Options { stack: options.stack, kueue, nodes: 8, gpus: 8, kubeconfig_out: None };
     let kubeconfig = cluster::up(&up)?;
     if kueue {
-        cluster::start_gates(2, cluster::Build::Debug)?;
+        cluster::GATE.start_replicas(2, cluster::Build::Debug)?;
     }
     let xtask = std::env::current_exe().map_err(|e| format!("this executable: {e}"))?;
     let text = |p: &std::path::Path| p.to_str().map(str::to_owned).ok_or("a path is not UTF-8");

@@ -45,8 +45,9 @@ pub(crate) fn up(stack: &'static cluster::Stack, mode: Mode) -> Result<PathBuf, 
     let kueue = mode == Mode::Kueue;
     let kubeconfig = cluster::up(&cluster::Options { stack, kueue, ..Default::default() })?;
     if kueue {
-        cluster::start_gate()?;
+        cluster::GATE.start()?;
     }
+    cluster::EVENTS.start()?;
     Ok(kubeconfig)
 }
 

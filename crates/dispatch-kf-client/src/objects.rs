@@ -273,6 +273,17 @@ impl Objects<'_> {
         }
     }
 
+    /// Creates `object`: `true` when this create made it, `false` when an object of
+    /// its name existed already (AlreadyExists; it is not read). Every other failure is
+    /// an error with its sentinel.
+    pub async fn create_unless_exists(&self, cx: &CallContext, object: &Value) -> Result<bool> {
+        match self.create_case(cx, object).await {
+            Ok(_) => Ok(true),
+            Err(Failed { case: Case::AlreadyExists, .. }) => Ok(false),
+            Err(Failed { error, .. }) => Err(error),
+        }
+    }
+
     async fn create_case(
         &self,
         cx: &CallContext,

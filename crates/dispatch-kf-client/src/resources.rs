@@ -95,6 +95,10 @@ pub const POD: Resource = row("Pod", "", "v1", "pods", true);
 /// Nodes.
 pub const NODE: Resource = row("Node", "", "v1", "nodes", false);
 
+/// Events, as the cause controller creates them (not in [`ALL`]: the adapter itself
+/// neither reads nor writes them).
+pub const EVENT: Resource = row("Event", "events.k8s.io", "v1", "events", true);
+
 /// Every kind, for discovery checks and permissions.
 pub const ALL: [Resource; 12] = [
     TRAIN_JOB,

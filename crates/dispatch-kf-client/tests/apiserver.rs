@@ -100,6 +100,20 @@ async fn only_already_exists_answers_exists_and_a_refused_create_stays_refused()
     assert!(err.message().contains("422"), "{}", err.message());
 }
 
+/// A create that is not to read what exists: `false` for AlreadyExists, the sentinel
+/// for anything else.
+#[tokio::test]
+async fn create_unless_exists_says_whether_it_made_the_object_and_reads_nothing() {
+    let sim = sim().await;
+    let c = cluster(&sim).await;
+    let cms = c.objects(CONFIG_MAP, NS);
+    assert!(cms.create_unless_exists(&cx(), &object(CONFIG_MAP, "a")).await.unwrap());
+    assert!(!cms.create_unless_exists(&cx(), &object(CONFIG_MAP, "a")).await.unwrap());
+    sim.add_fault(Fault::on("create", "configmaps", Fault::status(422, "Invalid", "data: bad")));
+    let err = cms.create_unless_exists(&cx(), &object(CONFIG_MAP, "b")).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Rejected, "{err:?}");
+}
+
 #[tokio::test]
 async fn a_write_whose_precondition_failed_is_a_rejected_conflict() {
     let sim = sim().await;

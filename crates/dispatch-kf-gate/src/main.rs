@@ -26,11 +26,13 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
+    let telemetry = dispatch_kf_gate::telemetry::Telemetry::new();
     dispatch_kf_replica::process::main(
         "dispatch-kf-gate",
         &args.replica,
         &args.lease_name,
-        |client, options| dispatch_kf_gate::work(client, options),
+        telemetry,
+        |client, _, options| Ok(dispatch_kf_gate::work(client, options)),
     )
     .await
 }

@@ -62,6 +62,8 @@ pub(crate) const PROBE_NODE_SELECTOR: &str = "dispatch.phpboyscout.uk/probe";
 pub(crate) const PROBE_NODE_SELECTOR_VALUE: &str = "never";
 /// `spec.controllerName` of dispatch's AdmissionCheck.
 pub const GATE_CONTROLLER_NAME: &str = "dispatch.phpboyscout.uk/readmission-gate";
+/// `reportingController` of the Events the cause controller creates.
+pub const EVENTS_CONTROLLER_NAME: &str = "dispatch.phpboyscout.uk/events";
 
 /// Kueue label: the LocalQueue (Kueue mode, TrainJob only).
 pub const KUEUE_QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
@@ -183,7 +185,7 @@ pub(crate) const PROBE_IMAGE: &str = "dispatch.invalid/never:probe";
 /// `Mode::of_train_job`, and the preflight probe's mark in `probe::abandoned`): the
 /// dump reader keeps no others (`lenient::StrMap`), so an object's other labels cost
 /// nothing.
-pub(crate) const READ_BY_THE_MODEL: [&str; 15] = [
+pub(crate) const READ_BY_THE_MODEL: [&str; 16] = [
     LABEL_JOB_ID,
     LABEL_SUBMISSION,
     JOBSET_NAME,
@@ -199,4 +201,5 @@ pub(crate) const READ_BY_THE_MODEL: [&str; 15] = [
     KUEUE_QUEUE_NAME,
     LABEL_PURPOSE,
     ANN_PROBE_EXPIRES,
+    ANN_RUNTIME_SOURCE,
 ];

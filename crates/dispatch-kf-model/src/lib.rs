@@ -85,6 +85,7 @@ pub mod answer; // the apiserver's answers read into views
 pub mod capabilities; // the answers to the supervisor's capability questions
 pub mod dump; // `kubectl get -o json` output read into a `Snapshot`
 pub mod ended; // the record that keeps a failed TrainJob ended
+pub mod evidence; // deleted pods' last state, kept for later classifications
 pub mod gates; // the hold family's edits of a TrainJob or a Workload
 pub mod json; // fields of raw JSON objects, read where views are not
 pub mod keys; // every label, annotation and name shared with the cluster

@@ -21,4 +21,4 @@ mod report;
 
 pub use ledger::{Ledger, Reckoning};
 pub use moment::{Moment, Trigger, moments};
-pub use report::{NOTE_LIMIT, Report, reason, report};
+pub use report::{NOTE_LIMIT, Report, reason, report, runtime_label};

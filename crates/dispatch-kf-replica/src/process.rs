@@ -61,7 +61,7 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-async fn client(args: &ReplicaArgs) -> Result<kube::Client, String> {
+async fn connect(args: &ReplicaArgs) -> Result<(kube::Client, kube::Config), String> {
     let options = KubeConfigOptions { context: args.context.clone(), ..Default::default() };
     let config = match &args.kubeconfig {
         Some(path) => {
@@ -71,7 +71,9 @@ async fn client(args: &ReplicaArgs) -> Result<kube::Client, String> {
         }
         None => kube::Config::infer().await.map_err(|e| e.to_string())?,
     };
-    kube::Client::try_from(config).map_err(|e| dispatch_kf_client::redacted(&e))
+    let client =
+        kube::Client::try_from(config.clone()).map_err(|e| dispatch_kf_client::redacted(&e))?;
+    Ok((client, config))
 }
 
 fn identity(args: &ReplicaArgs, program: &str) -> String {
@@ -100,15 +102,17 @@ async fn shutdown_signal(token: CancellationToken) {
     token.cancel();
 }
 
-/// A controller's process: logs as `args` say, serves the probes, connects, campaigns
-/// for the Lease `lease_name` and runs the work `work` makes from the client and the
-/// options while it leads, until SIGTERM or Ctrl-C. Exit code 2 when it cannot listen
-/// or connect.
+/// A controller's process: logs as `args` say, serves the probes of `telemetry`,
+/// connects, campaigns for the Lease `lease_name` and runs the work `work` makes from
+/// the client, its configuration and the options while it leads, until SIGTERM or
+/// Ctrl-C. Exit code 2 when it cannot listen or connect, or `work` says why it cannot
+/// start.
 pub async fn main<T: Telemetry + Clone + Default>(
     program: &str,
     args: &ReplicaArgs,
     lease_name: &str,
-    work: impl FnOnce(kube::Client, &Options<T>) -> Work,
+    telemetry: T,
+    work: impl FnOnce(kube::Client, kube::Config, &Options<T>) -> Result<Work, String>,
 ) -> ExitCode {
     init_logging(args.log_format);
     let listener = match tokio::net::TcpListener::bind(args.probe_address).await {
@@ -121,7 +125,7 @@ pub async fn main<T: Telemetry + Clone + Default>(
     if let Ok(address) = listener.local_addr() {
         tracing::info!(%address, "serving /healthz, /readyz and /metrics");
     }
-    let client = match client(args).await {
+    let (client, config) = match connect(args).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{program}: {e}");
@@ -133,11 +137,18 @@ pub async fn main<T: Telemetry + Clone + Default>(
     options.lease_duration = Duration::from_secs(args.lease_duration_seconds);
     options.renew_deadline = Duration::from_secs(args.lease_duration_seconds * 2 / 3);
     options.retry_period = Duration::from_secs((args.lease_duration_seconds / 7).max(1));
+    options.telemetry = telemetry;
     let token = CancellationToken::new();
     tokio::spawn(shutdown_signal(token.clone()));
     let probes = token.child_token();
     tokio::spawn(crate::probes::serve(listener, Arc::new(options.telemetry.clone()), probes));
-    let work = work(client.clone(), &options);
+    let work = match work(client.clone(), config, &options) {
+        Ok(work) => work,
+        Err(e) => {
+            eprintln!("{program}: {e}");
+            return ExitCode::from(2);
+        }
+    };
     crate::run(client, options, work, token).await;
     ExitCode::SUCCESS
 }

@@ -1,6 +1,6 @@
 //! The resources the simulated apiserver serves: one row per resource, as the real
 //! apiserver's discovery documents list them (core/v1, Trainer v1alpha1, JobSet
-//! v1alpha2, Kueue v1beta2, coordination/v1, authorization/v1, batch/v1; see
+//! v1alpha2, Kueue v1beta2, coordination/v1, authorization/v1, batch/v1, events/v1; see
 //! `docs/sim.md#the-apiserver`).
 
 /// One served resource.
@@ -38,6 +38,7 @@ pub const RESOURCES: &[Resource] = &[
     r("", "v1", "namespaces", "namespace", "Namespace", false, true, NO_COLLECTION),
     r("", "v1", "configmaps", "configmap", "ConfigMap", true, false, ALL),
     r("", "v1", "events", "event", "Event", true, false, ALL),
+    r("events.k8s.io", "v1", "events", "event", "Event", true, false, ALL),
     r("trainer.kubeflow.org", "v1alpha1", "trainjobs", "trainjob", "TrainJob", true, true, ALL),
     r(
         "trainer.kubeflow.org",
@@ -172,7 +173,9 @@ pub(crate) fn find(group: &str, version: &str, plural: &str) -> Option<ResId> {
     RESOURCES.iter().position(|r| r.group == group && r.version == version && r.plural == plural)
 }
 
-/// Finds a resource by its plural name alone (plural names are unique here).
+/// Finds a resource by its plural name alone: plural names are unique here but for
+/// `events`, where core's comes first. A real apiserver keeps core and events.k8s.io
+/// Events in one store; the sim keeps them apart (nothing it runs reads both).
 pub fn by_plural(plural: &str) -> Option<&'static Resource> {
     RESOURCES.iter().find(|r| r.plural == plural)
 }

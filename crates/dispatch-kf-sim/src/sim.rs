@@ -198,6 +198,17 @@ impl Sim {
         self.shared.lock().store.list(res, ns).into_iter().map(|(_, v)| v.clone()).collect()
     }
 
+    /// [`Sim::list`] of the resource `plural` of the group `group` (empty for core),
+    /// where two groups serve a plural of the same name (`events`, core's and
+    /// events.k8s.io's, which the sim keeps apart).
+    pub fn list_in(&self, group: &str, plural: &str, ns: &str) -> Vec<Value> {
+        let Some(res) = RESOURCES.iter().position(|r| r.group == group && r.plural == plural)
+        else {
+            return Vec::new();
+        };
+        self.shared.lock().store.list(res, ns).into_iter().map(|(_, v)| v.clone()).collect()
+    }
+
     /// Deletes an object as a controller would (no RBAC, no fault, no log).
     pub fn delete(&self, plural: &str, ns: &str, name: &str, propagation: Propagation) -> bool {
         let Some(res) = RESOURCES.iter().position(|r| r.plural == plural) else { return false };

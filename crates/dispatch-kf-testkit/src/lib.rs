@@ -5,6 +5,7 @@
 
 pub mod commands;
 pub mod crowd;
+pub mod deploy;
 pub mod follow;
 mod proxy;
 

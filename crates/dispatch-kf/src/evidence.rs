@@ -8,22 +8,13 @@
 //! no longer than it can matter: once no Watch of the job is open, a Find that no
 //! longer sees a TrainJob forgets its evidence.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dispatch_core::JobId;
+use dispatch_kf_model::evidence::Kept;
 use dispatch_kf_model::view::Pod;
-use dispatch_kf_model::{Snapshot, keys, names, ranks};
-
-/// How many instances of a TrainJob name are kept (an instance is a JobSet, told by
-/// the UID its pods carry): the current one, and the one before it.
-const INSTANCES_KEPT: usize = 2;
-/// How many executions of an instance are kept whole, the newest by classification's
-/// order: the current one, and the one before it.
-const EXECUTIONS_KEPT: usize = 2;
-/// How many pods that carry no execution (not dispatch's labels) are kept per
-/// instance; the oldest go first.
-const UNPLACED_KEPT: usize = 256;
+use dispatch_kf_model::{Snapshot, keys, names};
 
 /// The captured pods, and the Watches open, by job.
 #[derive(Default)]
@@ -40,57 +31,6 @@ struct State {
     /// When the watch of pods last lost its place while a Watch of the job was open:
     /// pods deleted before then may be missing.
     gaps: HashMap<JobId, jiff::Timestamp>,
-}
-
-/// The deleted pods kept of one TrainJob name: its instances, the newest last.
-#[derive(Default)]
-struct Kept {
-    instances: VecDeque<Instance>,
-}
-
-/// The deleted pods kept of one instance (the JobSet UID they carry, empty for none).
-struct Instance {
-    uid: String,
-    /// By execution, in classification's order; `None` for pods that carry none, the
-    /// oldest first.
-    executions: BTreeMap<Option<(u64, u64)>, VecDeque<Pod>>,
-}
-
-impl Kept {
-    /// Keeps `pod`, in place of an earlier capture of it, then lets go of what no
-    /// longer can matter: instances and executions older than the newest kept.
-    fn keep(&mut self, pod: Pod) {
-        let uid = pod.meta.label(keys::JOBSET_UID).unwrap_or_default().to_owned();
-        let at = self.instances.iter().position(|i| i.uid == uid);
-        let mut instance = match at.and_then(|at| self.instances.remove(at)) {
-            Some(instance) => instance,
-            None => Instance { uid, executions: BTreeMap::new() },
-        };
-        for pods in instance.executions.values_mut() {
-            pods.retain(|p| p.meta.uid() != pod.meta.uid());
-        }
-        let pods = instance.executions.entry(ranks::execution_order(&pod)).or_default();
-        pods.push_back(pod);
-        if let Some(unplaced) = instance.executions.get_mut(&None) {
-            while unplaced.len() > UNPLACED_KEPT {
-                unplaced.pop_front();
-            }
-        }
-        // The executions in classification's order, oldest first, after the unplaced.
-        let placed: Vec<_> = instance.executions.keys().flatten().copied().collect();
-        for oldest in placed.iter().rev().skip(EXECUTIONS_KEPT) {
-            instance.executions.remove(&Some(*oldest));
-        }
-        instance.executions.retain(|_, pods| !pods.is_empty());
-        self.instances.push_back(instance);
-        while self.instances.len() > INSTANCES_KEPT {
-            self.instances.pop_front();
-        }
-    }
-
-    fn pods(&self) -> impl Iterator<Item = &Pod> {
-        self.instances.iter().flat_map(|i| i.executions.values().flatten())
-    }
 }
 
 /// One open Watch of a job: while any is open, the job's evidence is kept whole.
@@ -252,7 +192,7 @@ mod tests {
             evidence.capture(&job, placed(i, "js-3", None));
         }
         let kept = evidence.of_job(&job);
-        assert_eq!(kept.len(), 2 + UNPLACED_KEPT);
+        assert_eq!(kept.len(), 2 + dispatch_kf_model::evidence::UNPLACED_KEPT);
         assert!(uids(&kept).contains(&"u144") && !uids(&kept).contains(&"u143"));
     }
 

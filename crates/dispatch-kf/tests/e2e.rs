@@ -13,6 +13,8 @@
 mod suite;
 #[path = "e2e/target.rs"]
 mod target;
+#[path = "e2e/told.rs"]
+mod told;
 
 use dispatch_core::{
     Answer, Backend, Capability, CauseKind, CessationSignal, JobId, Kind as Sentinel, ObjectObs,
@@ -61,12 +63,23 @@ impl BackendOnTarget {
     }
 
     /// Starts `job` running `program`, opens it, waits until it ends, records how
-    /// (`BackendOnTarget::record`, as `scenario`), and stops it; returns how it ended.
-    async fn run_to_the_end(&self, scenario: &str, job: &JobId, program: Program) -> ObjectObs {
+    /// (`BackendOnTarget::record`, as `scenario`), checks the cause controller told the
+    /// end once with `reason`, and stops it; returns how it ended.
+    async fn run_to_the_end(
+        &self,
+        scenario: &str,
+        job: &JobId,
+        program: Program,
+        reason: &str,
+    ) -> ObjectObs {
+        let controller = self.cause_controller().await;
         let object = self.backend.start(&patient_cx(), &request(job, program)).await.unwrap();
         self.backend.open(&patient_cx(), &object).await.unwrap();
         let ended = self.until_found(job, "the job ended", |o| o.state == ObjectState::Ended).await;
         self.record(scenario, &ended).await;
+        if controller.is_some() {
+            self.told_once(&object, reason, "Ended").await;
+        }
         self.stop_leaves_nothing(job).await;
         ended
     }
@@ -167,16 +180,20 @@ async fn start_refuses_a_bad_request_and_creates_nothing() {
 #[tokio::test]
 async fn a_program_that_exits_zero_ends_succeeded() {
     let job = job(4);
-    let ended =
-        BackendOnTarget::for_job(&job).await.run_to_the_end("exit-0", &job, Program::Succeed).await;
+    let ended = BackendOnTarget::for_job(&job)
+        .await
+        .run_to_the_end("exit-0", &job, Program::Succeed, "Completed")
+        .await;
     assert_eq!((ended.cause.kind, ended.cause.exit_code), (CauseKind::None, None), "{ended:#?}");
 }
 
 #[tokio::test]
 async fn a_program_that_exits_one_ends_failed_with_its_exit_code() {
     let job = job(5);
-    let ended =
-        BackendOnTarget::for_job(&job).await.run_to_the_end("exit-1", &job, Program::Fail).await;
+    let ended = BackendOnTarget::for_job(&job)
+        .await
+        .run_to_the_end("exit-1", &job, Program::Fail, "NonZeroExit")
+        .await;
     assert_eq!(
         (ended.cause.kind, ended.cause.provenance, ended.cause.exit_code),
         (CauseKind::NonZeroExit, Some(Provenance::Application), Some(1)),
@@ -189,7 +206,7 @@ async fn a_rank_out_of_memory_ends_the_job_out_of_memory() {
     let job = job(7);
     let ended = BackendOnTarget::for_job(&job)
         .await
-        .run_to_the_end("oom", &job, Program::ExhaustMemory)
+        .run_to_the_end("oom", &job, Program::ExhaustMemory, "OutOfMemory")
         .await;
     assert_eq!(
         (ended.cause.kind, ended.cause.exit_code),
@@ -203,7 +220,7 @@ async fn a_missing_working_directory_ends_the_job_launch_failed_with_125() {
     let job = job(8);
     let ended = BackendOnTarget::for_job(&job)
         .await
-        .run_to_the_end("prologue-125", &job, Program::MissingWorkdir)
+        .run_to_the_end("prologue-125", &job, Program::MissingWorkdir, "LaunchFailed")
         .await;
     assert_eq!(
         (ended.cause.kind, ended.cause.provenance, ended.cause.exit_code),
@@ -216,6 +233,7 @@ async fn a_missing_working_directory_ends_the_job_launch_failed_with_125() {
 async fn a_kueue_job_is_admitted_by_the_gate_preempted_turned_away_then_readmitted() {
     let job = job(9);
     let Some(w) = BackendOnTarget::for_kueue_job(&job).await else { return };
+    let controller = w.cause_controller().await;
     let object =
         w.backend.start(&patient_cx(), &request_with_gpus(&job, Program::Sleep, 8)).await.unwrap();
     w.until_found(&job, "the job gated", |o| o.state == ObjectState::Gated).await;
@@ -231,6 +249,9 @@ async fn a_kueue_job_is_admitted_by_the_gate_preempted_turned_away_then_readmitt
         .await;
     assert_eq!(preempted.cause.provenance, Some(Provenance::Scheduler), "{preempted:#?}");
     w.record("kueue-preempted", &preempted).await;
+    if controller.is_some() {
+        w.told_once(&object, "Preempted", "Evicted").await;
+    }
 
     w.target.end_preemption(w.kube(), &workload).await;
     let turned_away = w
@@ -248,6 +269,12 @@ async fn a_kueue_job_is_admitted_by_the_gate_preempted_turned_away_then_readmitt
     let (before, after) = (first.execution.unwrap(), again.execution.unwrap());
     assert!(after.index > before.index, "{before:?} then {after:?}");
     w.record("kueue-readmitted", &again).await;
+    if controller.is_some() {
+        // The hold deactivated the Workload, an eviction an actor made: not told.
+        let told = w.told(&object).await;
+        let said: Vec<_> = told.iter().map(|e| (&e["reason"], &e["action"], &e["note"])).collect();
+        assert_eq!(told.len(), 1, "{said:#?}");
+    }
     w.stop_leaves_nothing(&job).await;
 }
 
@@ -370,6 +397,7 @@ async fn a_jobset_restart_is_a_new_execution_of_the_same_admission() {
 async fn the_scheduler_preempting_a_rank_ends_the_job_preempted() {
     let job = job(12);
     let w = BackendOnTarget::for_job(&job).await;
+    let controller = w.cause_controller().await;
     w.own_node(PREEMPTION_NODE, 8).await;
     let watched = w.watch(&job);
     let mut request = request_on(&job, Program::Sleep, Runtime::OnOwnNode(PREEMPTION_NODE));
@@ -389,6 +417,9 @@ async fn the_scheduler_preempting_a_rank_ends_the_job_preempted() {
         "{ended:#?}"
     );
     w.record("scheduler-preempted", &ended).await;
+    if controller.is_some() {
+        w.told_once(&object, "Preempted", "Ended").await;
+    }
     w.target.end_scheduler_preemption(w.kube()).await;
     w.stop_leaves_nothing(&job).await;
     w.target.remove_node(w.kube(), PREEMPTION_NODE).await;
@@ -398,6 +429,7 @@ async fn the_scheduler_preempting_a_rank_ends_the_job_preempted() {
 async fn a_lost_node_is_node_lost_and_ceased_only_once_out_of_service() {
     let job = job(13);
     let w = BackendOnTarget::for_job(&job).await;
+    let controller = w.cause_controller().await;
     w.own_node(LOST_NODE, 8).await;
     let watched = w.watch(&job);
     let request = request_on(&job, Program::Sleep, Runtime::OnOwnNode(LOST_NODE));
@@ -422,6 +454,9 @@ async fn a_lost_node_is_node_lost_and_ceased_only_once_out_of_service() {
     let nodes: Vec<&str> = cessation.nodes.iter().map(|n| n.node.as_str()).collect();
     assert!(cessation.ceased && nodes == [LOST_NODE], "{cessation:#?}");
     w.record("node-lost", &ended).await;
+    if controller.is_some() {
+        w.told_once(&object, "NodeLost", "Ended").await;
+    }
     w.stop_leaves_nothing(&job).await;
     w.target.remove_node(w.kube(), LOST_NODE).await;
 }
@@ -669,12 +704,13 @@ async fn a_runtime_whose_jobset_restarts_one_job_is_refused_and_nothing_runs() {
 /// A TrainJob a Kubeflow user made, not dispatch, is explained like dispatch's own:
 /// running, flagged foreign, and among the namespace's; once deleted it is not found.
 #[tokio::test]
-async fn a_train_job_made_by_hand_is_explained_running_and_foreign() {
+async fn a_train_job_made_by_hand_is_explained_running_and_foreign_then_told_out_of_memory() {
     use dispatch_kf::{Explain, ModeChoice, explain};
     use dispatch_kf_client::Scope;
     use kube::api::{DeleteParams, PostParams};
     const NAME: &str = "dispatch-e2e-by-hand";
     let w = BackendOnTarget::new().await;
+    let controller = w.cause_controller().await;
     let train_jobs = w.objects(Kind::TrainJob);
     let cluster = dispatch_kf_client::Cluster::from_kube_config(
         w.target.config().await,
@@ -719,17 +755,72 @@ async fn a_train_job_made_by_hand_is_explained_running_and_foreign() {
     let all = explain(&cluster, &patient_cx(), namespace).await.unwrap();
     assert!(all.iter().any(|o| o.object == running.object), "{all:#?}");
 
+    // Its rank runs out of memory: explained so, and told so by the cause controller.
+    let pods = w.objects(Kind::Pod);
+    let of_it = kube::api::ListParams::default().labels(&format!("{}={NAME}", keys::JOBSET_NAME));
+    let rank = pods.list(&of_it).await.unwrap().items.into_iter().next().expect("its pod");
+    w.target.oom(w.kube(), &rank.metadata.name.unwrap()).await;
+    let ended = w
+        .target
+        .until("the TrainJob made by hand ended", async || {
+            let obs = explain(&cluster, &patient_cx(), named).await.map_err(|e| e.to_string())?;
+            match obs.as_slice() {
+                [one] if one.state == ObjectState::Ended => Ok(one.clone()),
+                other => Err(format!("{other:#?}")),
+            }
+        })
+        .await;
+    assert_eq!(ended.cause.kind, CauseKind::OutOfMemory, "{ended:#?}");
+    if controller.is_some() {
+        w.told_once(&running.object, "OutOfMemory", "Ended").await;
+    }
+
     train_jobs.delete(NAME, &DeleteParams::background()).await.expect("delete");
     w.target.until("the TrainJob made by hand gone", gone).await;
     // Its pods go with it, so that no later scenario's record holds them.
-    let pods = w.objects(Kind::Pod);
-    let of_it = kube::api::ListParams::default().labels(&format!("{}={NAME}", keys::JOBSET_NAME));
     w.target
         .until("the pods of the TrainJob made by hand gone", async || {
             let left = pods.list(&of_it).await.map_err(|e| e.to_string())?;
             if left.items.is_empty() { Ok(()) } else { Err(format!("{} pods", left.items.len())) }
         })
         .await;
+}
+
+/// The cause controller tells each end once: a restart of it tells nothing again, and
+/// it tells what ends once it is back (`docs/events.md#once-per-moment-the-ledger`).
+#[tokio::test]
+async fn the_cause_controller_tells_nothing_twice_across_its_restart() {
+    let (first, second) = (job(30), job(31));
+    let w = BackendOnTarget::for_job(&first).await;
+    if !w.target.controls_processes() {
+        println!("skipped: restarting the cause controller needs {}", target::CONTROL_VAR);
+        return;
+    }
+    let Some(mut controller) = w.cause_controller().await else { return };
+    w.backend.stop_job(&patient_cx(), &second).await.expect("StopJob of leftovers");
+    let failed = w.backend.start(&patient_cx(), &request(&first, Program::Fail)).await.unwrap();
+    w.backend.open(&patient_cx(), &failed).await.unwrap();
+    w.until_found(&first, "the first job ended", |o| o.state == ObjectState::Ended).await;
+    w.told_once(&failed, "NonZeroExit", "Ended").await;
+
+    controller.restart(&w).await;
+    let done = w.backend.start(&patient_cx(), &request(&second, Program::Succeed)).await.unwrap();
+    w.backend.open(&patient_cx(), &done).await.unwrap();
+    w.until_found(&second, "the second job ended", |o| o.state == ObjectState::Ended).await;
+    // Told after the restart, so the restarted controller has read the first end too.
+    w.told_once(&done, "Completed", "Ended").await;
+    assert_eq!(w.told(&failed).await.len(), 1, "the first end told again after the restart");
+    if let Some(telemetry) = controller.telemetry() {
+        use dispatch_kf_replica::Telemetry as _;
+        let counted = telemetry.metrics_text();
+        let again = counted.lines().any(|l| {
+            l.starts_with("dispatch_trainjob_executions_ended_total{")
+                && l.contains("non-zero-exit")
+        });
+        assert!(!again, "counted again: {counted}");
+    }
+    w.stop_leaves_nothing(&first).await;
+    w.stop_leaves_nothing(&second).await;
 }
 
 /// Start while a process the call goes through is down and comes back: the Trainer,

@@ -139,7 +139,7 @@ fn on_real(
     let measure = || -> run::Result {
         let kubeconfig = cluster::up(&options)?;
         if kueue {
-            cluster::start_gates(plane.gates, cluster::Build::Release)?;
+            cluster::GATE.start_replicas(plane.gates, cluster::Build::Release)?;
         }
         let kubeconfig = kubeconfig.to_str().ok_or("the kubeconfig's path is not UTF-8")?;
         let mut cargo = vec!["run", "--release", "--locked", "-p", "dispatch-kf-testkit"];

@@ -1,4 +1,4 @@
-//! `cargo xtask cluster up|gate|down|build`: a real Kubernetes control plane on
+//! `cargo xtask cluster up|gate|events|down|build`: a real Kubernetes control plane on
 //! localhost, built from upstream's Go modules at the versions of one stack
 //! (`versions.rs`, `--stack`, `current` by default): etcd, kube-apiserver,
 //! kube-controller-manager, kube-scheduler, kwok playing the nodes' kubelets, and the
@@ -46,14 +46,15 @@ impl Default for Options {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask cluster <up [--stack NAME] [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE] | gate | down | build [--stack NAME] | kill|stop|freeze|thaw|restart PROCESS>";
+const USAGE: &str = "usage: cargo xtask cluster <up [--stack NAME] [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE] | gate | events | down | build [--stack NAME] | kill|stop|freeze|thaw|restart PROCESS>";
 
 /// `cargo xtask cluster ...`.
 pub(crate) fn run(args: &[String]) -> run::Result {
     match (args.first().map(String::as_str), &args.get(1..).unwrap_or_default()) {
         (Some("up"), rest) => up(&parse_up(rest)?).map(|_| ()),
         (Some("down"), []) => down(),
-        (Some("gate"), []) => start_gate(),
+        (Some("gate"), []) => GATE.start(),
+        (Some("events"), []) => EVENTS.start(),
         (Some("build"), rest) => build::build_missing(parse_build(rest)?),
         (Some(verb), [name]) => match Fault::named(verb) {
             Some(fault) => fault.inflict(name),
@@ -218,25 +219,48 @@ pub(crate) fn down() -> run::Result {
     Ok(())
 }
 
-/// The gate's namespace, ServiceAccount and RBAC, as a cluster would have them (the
-/// rest of its kustomization is its Deployment, which runs here as a local process).
-const GATE_RBAC: [&str; 3] = [
-    "crates/dispatch-kf-gate/deploy/namespace.yaml",
-    "crates/dispatch-kf-gate/deploy/serviceaccount.yaml",
-    "crates/dispatch-kf-gate/deploy/rbac.yaml",
-];
-/// The gate's ServiceAccount and namespace, as `GATE_RBAC` names them.
-const GATE_ACCOUNT: (&str, &str) = ("dispatch-system", "dispatch-kf-gate");
-
-/// Builds `dispatch-kf-gate` and starts it against the running cluster as one more of
-/// its processes, so `down` stops it too; a gate already running is stopped first. It
-/// runs as its ServiceAccount, with only the permissions of `GATE_RBAC`, which this
-/// applies first: the e2e suite's Kueue scenario thereby proves they are enough.
-pub(crate) fn start_gate() -> run::Result {
-    start_gates(1, Build::Debug)
+/// A controller of dispatch as this control plane runs it: built from its crate and
+/// started as one more of its processes (so `down` stops it too), with a token of its
+/// ServiceAccount and only the permissions its `deploy/` grants, which this applies
+/// first (its namespace, ServiceAccount and RBAC; the rest of its kustomization is its
+/// Deployment, which runs here as a local process). The e2e suite thereby proves they
+/// are enough.
+#[derive(Debug)]
+pub(crate) struct Controller {
+    /// Its crate and binary, and the process name of its first replica.
+    pub(crate) binary: &'static str,
+    /// Its kustomization's folder.
+    deploy: &'static str,
+    /// Its ServiceAccount's namespace (its Lease's too) and name.
+    account: (&'static str, &'static str),
+    /// The Lease its replicas campaign for.
+    lease: &'static str,
+    /// The identity of its first replica (`-2`, `-3` ... follow).
+    identity: &'static str,
 }
 
-/// How `dispatch-kf-gate` is built before it is started.
+/// The readmission gate (Kueue mode).
+pub(crate) const GATE: Controller = Controller {
+    binary: "dispatch-kf-gate",
+    deploy: "crates/dispatch-kf-gate/deploy",
+    account: ("dispatch-system", "dispatch-kf-gate"),
+    lease: "dispatch-readmission-gate",
+    identity: "xtask-gate",
+};
+
+/// The cause controller (both modes).
+pub(crate) const EVENTS: Controller = Controller {
+    binary: "dispatch-kf-events",
+    deploy: "crates/dispatch-kf-events/deploy",
+    account: ("dispatch-system", "dispatch-kf-events"),
+    lease: "dispatch-events",
+    identity: "xtask-events",
+};
+
+/// The files of a controller's kustomization that `start` applies.
+const RBAC_FILES: [&str; 3] = ["namespace.yaml", "serviceaccount.yaml", "rbac.yaml"];
+
+/// How a controller is built before it is started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Build {
     /// A debug build, quick to make (the tests).
@@ -245,60 +269,74 @@ pub(crate) enum Build {
     Release,
 }
 
-/// [`start_gate`] with `replicas` replicas electing a leader, built as `build` says:
-/// `dispatch-kf-gate` (the identity `xtask-gate`, which leads), then
-/// `dispatch-kf-gate-2` and on (`xtask-gate-2` ..., which follow).
-pub(crate) fn start_gates(replicas: u32, build: Build) -> run::Result {
-    let stack = running_stack()?;
-    eprintln!("xtask: starting {replicas} gate(s) on the control plane of stack {}", stack.name);
-    let (optimized, profile): (&[&str], &str) = match build {
-        Build::Debug => (&[], "debug"),
-        Build::Release => (&["--release"], "release"),
-    };
-    run::cargo(&[&["build"], optimized, &["-p", "dispatch-kf-gate", "--locked"]].concat())?;
-    let kubeconfig = gate_kubeconfig()?;
-    for replica in 1..=replicas {
-        let suffix = if replica == 1 { String::new() } else { format!("-{replica}") };
-        let (name, identity) = (format!("dispatch-kf-gate{suffix}"), format!("xtask-gate{suffix}"));
-        let _killed = process::stop_one(&run_dir(), &name, Duration::from_secs(10));
-        let binary = run::target_dir().join(profile).join("dispatch-kf-gate");
-        let mut gate = std::process::Command::new(binary);
-        gate.arg("--kubeconfig").arg(&kubeconfig).args([
-            "--lease-namespace",
-            GATE_ACCOUNT.0,
-            "--identity",
-            &identity,
-            // Any free port: the probe server must not collide with the machine's others.
-            "--probe-address",
-            "127.0.0.1:0",
-        ]);
-        let pid = process::spawn(&run_dir(), &name, gate, process::Ready::Running)?;
-        // The first is ready when its Lease names it; the others follow it.
-        if replica == 1 {
-            process::wait_ready(&run_dir(), &name, pid, Duration::from_secs(60), || {
-                let lease = ["-n", GATE_ACCOUNT.0, "get", "lease", "dispatch-readmission-gate"];
-                let holder = [&lease[..], &["-o", "jsonpath={.spec.holderIdentity}"]].concat();
-                admin_kubectl(&holder).is_ok_and(|holder| holder == identity)
-            })?;
-        }
+impl Controller {
+    /// Starts one replica, a debug build (`cargo xtask cluster gate|events`).
+    pub(crate) fn start(&self) -> run::Result {
+        self.start_replicas(1, Build::Debug)
     }
-    Ok(())
-}
 
-/// Applies the gate's RBAC and writes a kubeconfig with a day's token of its
-/// ServiceAccount into the run folder.
-fn gate_kubeconfig() -> Result<PathBuf, String> {
-    for file in GATE_RBAC {
-        let file = run::project_root().join(file);
-        admin_kubectl(&["apply", "-f", components::path(&file)])?;
+    /// Starts `replicas` replicas electing a leader, built as `build` says: `<binary>`
+    /// (the identity `<identity>`, which leads), then `<binary>-2` and on
+    /// (`<identity>-2` ..., which follow). Replicas already running are stopped first.
+    pub(crate) fn start_replicas(&self, replicas: u32, build: Build) -> run::Result {
+        let stack = running_stack()?;
+        eprintln!(
+            "xtask: starting {replicas} {} replica(s) on the control plane of stack {}",
+            self.binary, stack.name
+        );
+        let (optimized, profile): (&[&str], &str) = match build {
+            Build::Debug => (&[], "debug"),
+            Build::Release => (&["--release"], "release"),
+        };
+        run::cargo(&[&["build"], optimized, &["-p", self.binary, "--locked"]].concat())?;
+        let kubeconfig = self.kubeconfig()?;
+        for replica in 1..=replicas {
+            let suffix = if replica == 1 { String::new() } else { format!("-{replica}") };
+            let (name, identity) =
+                (format!("{}{suffix}", self.binary), format!("{}{suffix}", self.identity));
+            let _killed = process::stop_one(&run_dir(), &name, Duration::from_secs(10));
+            let binary = run::target_dir().join(profile).join(self.binary);
+            let mut command = std::process::Command::new(binary);
+            command.arg("--kubeconfig").arg(&kubeconfig).args([
+                "--lease-namespace",
+                self.account.0,
+                "--lease-name",
+                self.lease,
+                "--identity",
+                &identity,
+                // Any free port: the probe server must not collide with the machine's others.
+                "--probe-address",
+                "127.0.0.1:0",
+            ]);
+            let pid = process::spawn(&run_dir(), &name, command, process::Ready::Running)?;
+            // The first is ready when its Lease names it; the others follow it.
+            if replica == 1 {
+                process::wait_ready(&run_dir(), &name, pid, Duration::from_secs(60), || {
+                    let lease = ["-n", self.account.0, "get", "lease", self.lease];
+                    let holder = [&lease[..], &["-o", "jsonpath={.spec.holderIdentity}"]].concat();
+                    admin_kubectl(&holder).is_ok_and(|holder| holder == identity)
+                })?;
+            }
+        }
+        Ok(())
     }
-    let (namespace, account) = GATE_ACCOUNT;
-    let token = admin_kubectl(&["-n", namespace, "create", "token", account, "--duration=24h"])?;
-    let pki = pki::Pki { dir: run_dir().join("pki") };
-    let text = components::token_kubeconfig(&pki, account, token.trim())?;
-    let file = run_dir().join("gate.kubeconfig");
-    std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
-    Ok(file)
+
+    /// Applies the controller's RBAC and writes a kubeconfig with a day's token of its
+    /// ServiceAccount into the run folder.
+    fn kubeconfig(&self) -> Result<PathBuf, String> {
+        for file in RBAC_FILES {
+            let file = run::project_root().join(self.deploy).join(file);
+            admin_kubectl(&["apply", "-f", components::path(&file)])?;
+        }
+        let (namespace, account) = self.account;
+        let token =
+            admin_kubectl(&["-n", namespace, "create", "token", account, "--duration=24h"])?;
+        let pki = pki::Pki { dir: run_dir().join("pki") };
+        let text = components::token_kubeconfig(&pki, account, token.trim())?;
+        let file = run_dir().join(format!("{}.kubeconfig", self.binary));
+        std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+        Ok(file)
+    }
 }
 
 /// Runs kubectl as the cluster's admin.

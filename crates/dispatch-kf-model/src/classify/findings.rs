@@ -30,8 +30,25 @@ pub(crate) struct Finding<'a> {
     pub(crate) exit_code: Option<i32>,
     /// When: the condition's transition or the container's finishedAt.
     pub(crate) at: Option<Timestamp>,
+    /// A rank stopped by its pod's deletion ([`stopped_by_deletion`]): on equal times
+    /// it comes after every other finding.
+    stopped: bool,
     /// 0 for the condition, 1 for the container: the last tie-break within one pod.
     source: u8,
+}
+
+/// The exits of a process stopped by a signal its pod's deletion sends: 143 (SIGTERM),
+/// 137 (SIGKILL, once the grace period has passed).
+const STOP_EXITS: [i32; 2] = [143, 137];
+
+/// Whether a finding of a pod is its rank being stopped by the pod's deletion, the
+/// teardown of the execution after another rank ended it: a non-zero exit by SIGTERM or
+/// SIGKILL of a pod marked for deletion. (An out-of-memory kill is told by its reason
+/// and is not one.)
+fn stopped_by_deletion<S: Str>(pod: &Pod<S>, finding: &Finding<'_>) -> bool {
+    pod.meta.deletion_timestamp.get().is_some()
+        && finding.kind == CauseKind::NonZeroExit
+        && finding.exit_code.is_some_and(|code| STOP_EXITS.contains(&code))
 }
 
 /// On a tie in time, the kinds in this order win, then anything else.
@@ -59,11 +76,14 @@ pub(crate) fn of_pod<S: Str>(pod: &Pod<S>) -> Vec<Finding<'_>> {
             detail: with_words("DisruptionTarget", &words(c)),
             exit_code: None,
             at: time(c.last_transition_time.get()),
+            stopped: false,
             source: 0,
         });
     }
-    if let Some(f) = pod.node_container().and_then(|c| termination(name, c, node_termination::ROWS))
+    if let Some(mut f) =
+        pod.node_container().and_then(|c| termination(name, c, node_termination::ROWS))
     {
+        f.stopped = stopped_by_deletion(pod, &f);
         out.push(f);
     }
     out
@@ -94,6 +114,7 @@ pub(crate) fn termination<'a, S: Str>(
         detail,
         exit_code: t.exit_code.0.and_then(|c| i32::try_from(c).ok()),
         at: time(t.finished_at.get()),
+        stopped: false,
         source: 1,
     })
 }
@@ -104,12 +125,14 @@ fn terminated<S: Str>(state: &Obj<ContainerState<S>>) -> Option<&Terminated<S>> 
 }
 
 /// Sorts findings so the winner is first: the earliest (a finding with no time after
-/// every dated one), then [`TIE_ORDER`], then the pod name.
+/// every dated one), then a rank not stopped by its pod's deletion, then
+/// [`TIE_ORDER`], then the pod name.
 pub(crate) fn sort(findings: &mut [Finding<'_>]) {
     findings.sort_by(|a, b| {
-        (a.at.is_none(), a.at, tie_rank(a.kind), a.pod, a.source, &a.detail).cmp(&(
+        (a.at.is_none(), a.at, a.stopped, tie_rank(a.kind), a.pod, a.source, &a.detail).cmp(&(
             b.at.is_none(),
             b.at,
+            b.stopped,
             tie_rank(b.kind),
             b.pod,
             b.source,
@@ -152,6 +175,7 @@ mod tests {
             detail: "d".into(),
             exit_code: None,
             at: time(at),
+            stopped: false,
             source: 0,
         }
     }
@@ -170,6 +194,40 @@ mod tests {
         sort(&mut f);
         let order: Vec<&str> = f.iter().map(|f| f.pod).collect();
         assert_eq!(order, ["c", "a", "b", "d", "e"]);
+    }
+
+    /// A prologue's exit 125 and, in the same second, another rank's SIGTERM exit as the
+    /// teardown deletes its pod: the launch failure is the cause.
+    #[test]
+    fn a_rank_stopped_by_its_pods_deletion_comes_after_the_rank_that_ended_the_execution() {
+        let pod = |name: &str, code: i32, deleted: bool| {
+            let mut meta = serde_json::json!({"name": name, "namespace": "team"});
+            if deleted {
+                meta["deletionTimestamp"] = serde_json::json!("2026-11-29T10:00:30Z");
+            }
+            let object = serde_json::json!({
+                "apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                "status": {"phase": "Failed", "containerStatuses": [{"name": "node", "state": {"terminated": {
+                    "exitCode": code, "reason": "Error", "finishedAt": "2026-11-29T10:00:00Z",
+                    "message": if code == 125 { "dispatch-prologue: no working directory" } else { "" }}}}]},
+            });
+            match crate::answer::read_object(object.to_string().as_bytes()).unwrap() {
+                crate::view::View::Pod(p) => p,
+                other => panic!("{other:?}"),
+            }
+        };
+        let (launch, stopped) = (pod("b-launch", 125, false), pod("a-stopped", 143, true));
+        let found = [&launch, &stopped].into_iter().flat_map(of_pod).collect();
+        let cause = winning_cause(found).unwrap();
+        assert_eq!(
+            (cause.kind, cause.exit_code),
+            (CauseKind::LaunchFailed, Some(125)),
+            "{cause:?}"
+        );
+        // Not marked for deletion, a 143 is a rank's own exit, and the tie order holds.
+        let own = pod("a-own", 143, false);
+        let found = [&launch, &own].into_iter().flat_map(of_pod).collect();
+        assert_eq!(winning_cause(found).unwrap().kind, CauseKind::NonZeroExit);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Vis
 use super::{FromJson, Str, Text};
 
 /// The keys a map keeps, by their place in this list.
-const KEPT: [&str; 15] = crate::keys::READ_BY_THE_MODEL;
+const KEPT: [&str; 16] = crate::keys::READ_BY_THE_MODEL;
 
 /// The place of `key` among the [`KEPT`] keys. Lengths first: most keys of a map have
 /// none of the kept lengths.

@@ -43,7 +43,7 @@ enum Entry {
 pub enum Reckoning {
     /// Report this moment, from this observation; it stays due until
     /// [`Ledger::reported`].
-    Due(Moment, ObjectObs),
+    Due(Moment, Box<ObjectObs>),
     /// Unreported within `catch_up`: never reported by this process now.
     Lapsed(Moment),
 }
@@ -98,7 +98,7 @@ impl Ledger {
                 out.push(Reckoning::Lapsed(moment.clone()));
                 *entry = Entry::Settled;
             } else if now >= *since + self.settle {
-                out.push(Reckoning::Due(moment.clone(), (**obs).clone()));
+                out.push(Reckoning::Due(moment.clone(), obs.clone()));
             }
         }
         out.sort_by(|a, b| moment_of(a).cmp(moment_of(b)));

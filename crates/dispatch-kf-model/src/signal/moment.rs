@@ -6,8 +6,9 @@ use jiff::Timestamp;
 use crate::classify::findings::time;
 use crate::classify::index::Index;
 use crate::lenient::Str;
+use crate::object::Condition;
 use crate::snapshot::Snapshot;
-use crate::view::{TrainJob, true_condition};
+use crate::view::{TrainJob, Workload, condition, true_condition};
 
 /// The longest name the apiserver takes for an Event (a DNS subdomain).
 const NAME_LIMIT: usize = 253;
@@ -50,16 +51,15 @@ pub struct Moment {
 impl Moment {
     /// The name of the Event that tells this moment: the same for every process that
     /// reads the same objects, so a second create of it is refused as `AlreadyExists`.
-    /// `<TrainJob name>.<UID's first 8>.<trigger>.<Unix seconds>`, the TrainJob's name
+    /// `<TrainJob name>.<UID's last 8>.<trigger>.<Unix seconds>`, the TrainJob's name
     /// shortened when the whole would pass 253 characters; always a DNS subdomain when
     /// the TrainJob's name is one.
     pub fn event_name(&self) -> String {
-        let uid: String = self
-            .uid
-            .chars()
-            .filter(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-            .take(8)
-            .collect();
+        // The UID's last 8 letters and digits: random in the apiserver's UUIDs, and
+        // the part that differs in the sim's counted ones.
+        let letters: Vec<char> =
+            self.uid.chars().filter(|c| c.is_ascii_lowercase() || c.is_ascii_digit()).collect();
+        let uid: String = letters[letters.len().saturating_sub(8)..].iter().collect();
         let uid = if uid.is_empty() { "0".to_owned() } else { uid };
         let seconds = self.at.map_or(0, |at| at.as_second().max(0));
         let suffix = format!("{uid}.{}.{seconds}", self.trigger.as_str());
@@ -96,7 +96,7 @@ pub fn moments<S: Str>(snapshot: &Snapshot<S>) -> Vec<Moment> {
                 .map(|c| moment(tj, Trigger::Ended, c.last_transition_time.get()));
             let workload = index.workload(tj.meta.namespace(), tj.meta.uid());
             let evicted = workload
-                .and_then(|w| true_condition(&w.conditions, "Evicted"))
+                .and_then(ended_an_admission)
                 .map(|c| moment(tj, Trigger::Evicted, c.last_transition_time.get()));
             ended.into_iter().chain(evicted)
         })
@@ -104,6 +104,21 @@ pub fn moments<S: Str>(snapshot: &Snapshot<S>) -> Vec<Moment> {
     out.sort();
     out.dedup();
     out
+}
+
+/// The `Evicted=True` condition of a Workload whose eviction ended an admission: one
+/// still `Admitted` (Kueue unsets it just after), or whose `Admitted` went `False` at
+/// or after the eviction. An eviction of a Workload that only held quota (an admission
+/// check's Retry, as the gate's while it waits for a Release) stopped no pod.
+fn ended_an_admission<S: Str>(w: &Workload<S>) -> Option<&Condition<S>> {
+    let evicted = true_condition(&w.conditions, "Evicted")?;
+    let admitted = condition(&w.conditions, "Admitted")?;
+    if admitted.is_true() {
+        return Some(evicted);
+    }
+    let lost = time(admitted.last_transition_time.get())?;
+    let at = time(evicted.last_transition_time.get())?;
+    (lost >= at).then_some(evicted)
 }
 
 fn moment<S: Str>(tj: &TrainJob<S>, trigger: Trigger, at: Option<&str>) -> Moment {
@@ -137,9 +152,49 @@ mod tests {
     #[test]
     fn an_event_name_is_the_train_job_its_uid_the_trigger_and_the_second() {
         let m = ended("train-1", "90a31ecf-b4aa-4c1b-b6f8-3a8296eb6ee4");
-        assert_eq!(m.event_name(), "train-1.90a31ecf.ended.1796319474");
+        assert_eq!(m.event_name(), "train-1.96eb6ee4.ended.1796319474");
         let evicted = Moment { trigger: Trigger::Evicted, at: None, ..m };
-        assert_eq!(evicted.event_name(), "train-1.90a31ecf.evicted.0");
+        assert_eq!(evicted.event_name(), "train-1.96eb6ee4.evicted.0");
+    }
+
+    fn workload(conditions: serde_json::Value) -> Workload {
+        let object = serde_json::json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "w", "namespace": "team"},
+            "status": {"conditions": conditions},
+        });
+        match crate::answer::read_object(object.to_string().as_bytes()).unwrap() {
+            crate::view::View::Workload(w) => w,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn condition(kind: &str, status: &str, at: &str) -> serde_json::Value {
+        serde_json::json!({"type": kind, "status": status, "lastTransitionTime": at})
+    }
+
+    #[test]
+    fn an_eviction_is_a_moment_only_when_it_ended_an_admission() {
+        let evicted = condition("Evicted", "True", "2026-12-03T17:36:05Z");
+        let preempted = workload(serde_json::json!([
+            evicted.clone(),
+            condition("Admitted", "False", "2026-12-03T17:36:06Z")
+        ]));
+        assert!(ended_an_admission(&preempted).is_some(), "admitted until the eviction");
+        let still = workload(serde_json::json!([
+            evicted.clone(),
+            condition("Admitted", "True", "2026-12-03T17:30:00Z")
+        ]));
+        assert!(ended_an_admission(&still).is_some(), "admitted as it is evicted");
+        // The gate's Retry evicts a Workload that only held quota since the last time
+        // it was admitted: no pod stopped.
+        let retried = workload(serde_json::json!([
+            condition("Evicted", "True", "2026-12-03T17:40:00Z"),
+            condition("Admitted", "False", "2026-12-03T17:36:06Z")
+        ]));
+        assert!(ended_an_admission(&retried).is_none());
+        let never = workload(serde_json::json!([evicted]));
+        assert!(ended_an_admission(&never).is_none(), "never admitted");
     }
 
     #[test]

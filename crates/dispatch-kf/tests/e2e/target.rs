@@ -571,6 +571,8 @@ pub(crate) enum Component {
     Gate,
     /// kube-controller-manager: the garbage collector, the Job controller and the rest.
     ControllerManager,
+    /// The cause controller (on the sim, the scenario's own: `told.rs`).
+    Events,
 }
 
 impl Component {
@@ -581,6 +583,7 @@ impl Component {
             Component::Trainer => "trainer-controller-manager",
             Component::Gate => "dispatch-kf-gate",
             Component::ControllerManager => "kube-controller-manager",
+            Component::Events => "dispatch-kf-events",
         }
     }
 }
@@ -625,6 +628,7 @@ impl Target {
             }
             Component::Apiserver => sim.set_refusing(true).await,
             Component::ControllerManager => sim.set_controller_manager_down(true),
+            Component::Events => unreachable!("the sim's cause controller is the scenario's"),
         }
     }
 
@@ -650,6 +654,7 @@ impl Target {
                 sim.set_controller_manager_down(false);
                 sim.settle();
             }
+            Component::Events => unreachable!("the sim's cause controller is the scenario's"),
         }
     }
 }
