@@ -7,7 +7,8 @@
 //! `cargo xtask bench job` runs one big job on the real control plane, and `cargo xtask
 //! bench many-jobs` reads a cluster of many TrainJobs, each step through `dispatch-kf`
 //! beside `kubectl`; `cargo xtask bench gate` readmits many Workloads through the
-//! readmission gate beside Kueue alone (`bench/real.rs`).
+//! readmission gate beside Kueue alone; `cargo xtask bench events` what the cause
+//! controller costs among many TrainJobs (`bench/real.rs`).
 //!
 //! `cargo xtask bench classify`: times `dispatch-kf classify -o json` on two generated
 //! dumps, at 1x, 4x and 16x the size, against two baselines reading the same bytes:
@@ -101,13 +102,15 @@ struct Programs {
     baseline: PathBuf,
 }
 
-/// Runs the benchmark named by `args[0]`: `classify`, `cli`, `job`, `many-jobs` or `scale`.
+/// Runs the benchmark named by `args[0]`: `classify`, `cli`, `job`, `many-jobs`, `gate`,
+/// `events` or `scale`.
 pub(crate) fn run(args: &[String]) -> run::Result {
     const USAGE: &str = "usage: cargo xtask bench classify [--max-scale N] [--keep]
        cargo xtask bench cli
        cargo xtask bench job [--stack NAME] [--pods 1024] [--gpus-per-pod 1] [--runs 3]
        cargo xtask bench many-jobs [--stack NAME] [--train-jobs 10000] [--namespaces 100] [--runs 3]
        cargo xtask bench gate [--stack NAME] [--workloads 500] [--runs 3]
+       cargo xtask bench events [--stack NAME] [--train-jobs 10000] [--namespaces 100] [--idle 60]
        cargo xtask bench scale [--stack NAME | --kubeconfig FILE] [--others 0,1000,10000] [--watched 1,100,1000]";
     match args.first().map(String::as_str) {
         Some("classify") => {}
@@ -115,6 +118,7 @@ pub(crate) fn run(args: &[String]) -> run::Result {
         Some("job") => return real::job(&args[1..]),
         Some("many-jobs") => return real::many_jobs(&args[1..]),
         Some("gate") => return real::gate(&args[1..]),
+        Some("events") => return real::events(&args[1..]),
         Some("scale") => return scale(&args[1..]),
         _ => return Err(USAGE.to_owned()),
     }

@@ -4,8 +4,9 @@
 //!
 //! `cargo xtask e2e --real [--stack NAME]`: the suite on the real control plane of
 //! `cargo xtask cluster` at one stack's versions (`current` by default), twice: on
-//! `cluster up`, then on `cluster up --kueue` with the readmission gate running; the
-//! control plane is stopped at the end, passed or not.
+//! `cluster up`, then on `cluster up --kueue` with the readmission gate running, the
+//! cause controller running in both; the control plane is stopped at the end, passed
+//! or not.
 
 use std::path::{Path, PathBuf};
 
@@ -39,8 +40,8 @@ impl Mode {
     }
 }
 
-/// Starts the real control plane of `stack` for `mode` (with the gate in Kueue mode);
-/// its admin kubeconfig.
+/// Starts the real control plane of `stack` for `mode`, with the cause controller (and
+/// the gate in Kueue mode); its admin kubeconfig.
 pub(crate) fn up(stack: &'static cluster::Stack, mode: Mode) -> Result<PathBuf, String> {
     let kueue = mode == Mode::Kueue;
     let kubeconfig = cluster::up(&cluster::Options { stack, kueue, ..Default::default() })?;

@@ -270,7 +270,6 @@ impl Follower {
             self.telemetry.observed(uid, None);
         }
         self.dirty.extend(touched.dirty);
-        self.telemetry.holding(&self.store.counts());
     }
 
     /// Classifies every TrainJob a change concerned and records its moments. The first
@@ -296,6 +295,7 @@ impl Follower {
         if first_sight {
             self.telemetry.set_synced();
         }
+        self.telemetry.holding(&self.store.counts());
     }
 
     /// The observation of a snapshot's one TrainJob, in its own mode.

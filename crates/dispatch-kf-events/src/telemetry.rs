@@ -38,6 +38,7 @@ struct Counted {
 struct Inner {
     role: RoleCell,
     synced: AtomicBool,
+    synced_gauge: Gauge,
     replica: Registry,
     cluster: Registry,
     leading: Gauge,
@@ -88,6 +89,7 @@ impl Telemetry {
         let mut replica = Registry::with_prefix("dispatch");
         let mut cluster = Registry::with_prefix("dispatch");
         let leading = Gauge::default();
+        let synced_gauge = Gauge::default();
         let errors = Family::<Step, Counter>::default();
         let lapsed = Counter::default();
         let pending = Gauge::default();
@@ -98,6 +100,11 @@ impl Telemetry {
             "events_leading",
             "1 while this replica holds the Lease, 0 otherwise",
             leading.clone(),
+        );
+        replica.register(
+            "events_synced",
+            "1 once every watch has listed and every TrainJob was read once",
+            synced_gauge.clone(),
         );
         replica.register(
             "events_errors",
@@ -139,6 +146,7 @@ impl Telemetry {
         let inner = Inner {
             role: RoleCell::default(),
             synced: AtomicBool::new(false),
+            synced_gauge,
             replica,
             cluster,
             leading,
@@ -163,6 +171,7 @@ impl Telemetry {
     /// Records that every watch has listed once.
     pub(crate) fn set_synced(&self) {
         self.inner.synced.store(true, Ordering::SeqCst);
+        self.inner.synced_gauge.set(1);
     }
 
     /// Counts one failed step.

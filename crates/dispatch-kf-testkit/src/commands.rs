@@ -42,6 +42,15 @@ pub struct Tools {
     pub dir: PathBuf,
 }
 
+/// Writes `dir/kubeconfig.yaml`: the proxy on `port`, as plain HTTP with no credentials
+/// (the proxy presents the admin's onward), `namespace` its context's.
+pub fn proxy_kubeconfig(dir: &Path, port: u16, namespace: &str) -> Result<PathBuf, String> {
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: bench\n  cluster: {{server: http://127.0.0.1:{port}}}\nusers:\n- name: bench\n  user: {{}}\ncontexts:\n- name: bench\n  context: {{cluster: bench, user: bench, namespace: {namespace}}}\ncurrent-context: bench\n"
+    );
+    write(dir, "kubeconfig.yaml", &kubeconfig)
+}
+
 /// `/usr/bin/time`, which reports a command's peak resident memory.
 const TIME: &str = "/usr/bin/time";
 
@@ -56,12 +65,9 @@ impl Tools {
         settings: &serde_json::Value,
     ) -> Result<Tools, String> {
         std::fs::create_dir_all(dir.join("cache")).map_err(|e| e.to_string())?;
-        let kubeconfig = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: bench\n  cluster: {{server: http://127.0.0.1:{port}}}\nusers:\n- name: bench\n  user: {{}}\ncontexts:\n- name: bench\n  context: {{cluster: bench, user: bench, namespace: {namespace}}}\ncurrent-context: bench\n"
-        );
         Ok(Tools {
             cli,
-            kubeconfig: write(dir, "kubeconfig.yaml", &kubeconfig)?,
+            kubeconfig: proxy_kubeconfig(dir, port, namespace)?,
             settings: write(dir, "settings.json", &settings.to_string())?,
             dir: dir.to_owned(),
         })

@@ -2,8 +2,11 @@
 //! suspended ones other tenants hold, or those a Kueue user applies).
 
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject, PostParams};
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use dispatch_kf_model::keys;
 
@@ -65,4 +68,26 @@ pub async fn train_jobs(
     let results: Vec<Result<(), String>> =
         futures::stream::iter(creates).buffer_unordered(CONCURRENCY).collect().await;
     results.into_iter().collect()
+}
+
+/// Waits until the cluster holds `count` JobSets (the Trainer makes one per TrainJob),
+/// counted from a list of one item and the apiserver's count of the rest.
+pub async fn until_job_sets(kube: &kube::Client, count: usize) -> Result<(), String> {
+    let resource = dispatch_kf_client::resources::JOB_SET.api_resource();
+    let api: Api<DynamicObject> = Api::all_with(kube.clone(), &resource);
+    let t0 = Instant::now();
+    loop {
+        let page = api.list(&ListParams::default().limit(1)).await.map_err(|e| e.to_string())?;
+        let rest = page.metadata.remaining_item_count.unwrap_or(0);
+        let have = page.items.len() + usize::try_from(rest).unwrap_or(0);
+        if have >= count {
+            // The controllers' last writes settle.
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            return Ok(());
+        }
+        if t0.elapsed() > Duration::from_secs(1800) {
+            return Err(format!("{have} JobSets of {count} after 30 minutes"));
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
 }

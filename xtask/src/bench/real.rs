@@ -3,7 +3,9 @@
 //! and `cargo xtask bench many-jobs`, a cluster of many TrainJobs
 //! (`crates/dispatch-kf-testkit/src/bin/many_jobs.rs`), each step through `dispatch-kf`
 //! beside `kubectl`; `cargo xtask bench gate`, the readmission gate under load beside
-//! Kueue alone (`crates/dispatch-kf-testkit/src/bin/gate_load/`). Each starts the
+//! Kueue alone (`crates/dispatch-kf-testkit/src/bin/gate_load/`); `cargo xtask bench
+//! events`, the cause controller among many TrainJobs
+//! (`crates/dispatch-kf-testkit/src/bin/events_cost.rs`). Each starts the
 //! control plane of the stack named (`current` by default) with the 8-GPU kwok nodes it
 //! needs, builds what it runs with optimizations, runs the bench, and stops the control
 //! plane, measured or not.
@@ -68,14 +70,23 @@ pub(crate) fn many_jobs(args: &[String]) -> run::Result {
     on_real(stack, Plane::with_cli(4), "many_jobs", &rest)
 }
 
+/// `cargo xtask bench events`: the cause controller, built with optimizations, among
+/// many TrainJobs; its arguments go to the bench as they are.
+pub(crate) fn events(args: &[String]) -> run::Result {
+    let (stack, rest) = cluster::take_stack(args)?;
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let plane = Plane { nodes: 4, gates: 0, cli: false, controller: true };
+    on_real(stack, plane, "events_cost", &rest)
+}
+
 /// `cargo xtask bench gate`: Kueue with two gate replicas, nodes for both sets of
 /// Workloads (the gated ones and Kueue's alone) running at once.
 pub(crate) fn gate(args: &[String]) -> run::Result {
     let (stack, rest) = cluster::take_stack(args)?;
     let workloads = workloads(&rest)?;
     let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
-    let plane =
-        Plane { nodes: (2 * workloads).div_ceil(GPUS_PER_NODE).max(3), gates: 2, cli: false };
+    let nodes = (2 * workloads).div_ceil(GPUS_PER_NODE).max(3);
+    let plane = Plane { nodes, gates: 2, cli: false, controller: false };
     let xtask = std::env::current_exe().map_err(|e| format!("this xtask's path: {e}"))?;
     let xtask = xtask.to_str().ok_or("this xtask's path is not UTF-8")?.to_owned();
     on_real(stack, plane, "gate_load", &[&["--xtask", xtask.as_str()], &rest[..]].concat())
@@ -101,11 +112,13 @@ struct Plane {
     gates: u32,
     /// `dispatch-kf` built with optimizations, its path given as `--cli`.
     cli: bool,
+    /// `dispatch-kf-events` built with optimizations, its path given as `--controller`.
+    controller: bool,
 }
 
 impl Plane {
     fn with_cli(nodes: u32) -> Plane {
-        Plane { nodes, gates: 0, cli: true }
+        Plane { nodes, gates: 0, cli: true, controller: false }
     }
 }
 
@@ -118,13 +131,18 @@ fn on_real(
     args: &[&str],
 ) -> run::Result {
     let mut args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-    if plane.cli {
-        let cli =
-            ["build", "--release", "--locked", "-p", "dispatch-kf-cli", "--bin", "dispatch-kf"];
-        run::cargo(&cli)?;
-        let cli = target_dir().join("release/dispatch-kf");
-        let cli = cli.to_str().ok_or("the target folder's path is not UTF-8")?.to_owned();
-        args.extend(["--cli".to_owned(), cli]);
+    let binaries = [
+        (plane.cli, "dispatch-kf-cli", "dispatch-kf", "--cli"),
+        (plane.controller, "dispatch-kf-events", "dispatch-kf-events", "--controller"),
+    ];
+    for (wanted, package, binary, flag) in binaries {
+        if !wanted {
+            continue;
+        }
+        run::cargo(&["build", "--release", "--locked", "-p", package, "--bin", binary])?;
+        let path = target_dir().join("release").join(binary);
+        let path = path.to_str().ok_or("the target folder's path is not UTF-8")?.to_owned();
+        args.extend([flag.to_owned(), path]);
     }
     run::cargo(&["build", "--release", "--locked", "-p", "dispatch-kf-testkit", "--bin", bench])?;
     let stack = stack.unwrap_or_else(cluster::default_stack);

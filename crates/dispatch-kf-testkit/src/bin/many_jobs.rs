@@ -21,7 +21,6 @@ use std::time::Duration;
 use dispatch_kf_model::keys;
 use dispatch_kf_testkit::commands::{self, Call, Tools, median, write};
 use dispatch_kf_testkit::{Proxy, crowd, job};
-use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -114,7 +113,7 @@ async fn bench(options: &Options) -> Result<bool, String> {
         crowd::other_train_jobs(&kube, &names).await?;
         let made_in = t0.elapsed();
         made = others;
-        until_job_sets(&kube, made + 1).await?;
+        crowd::until_job_sets(&kube, made + 1).await?;
         eprintln!(
             "many_jobs: {} TrainJobs made in {:.1} s, their JobSets in {:.1} s",
             names.len(),
@@ -159,28 +158,6 @@ async fn until_running(tools: &Tools, proxy: &Proxy, job: &str) -> Result<(), St
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     Err("the dispatch job did not run within a minute".into())
-}
-
-/// Waits until the cluster holds `count` JobSets (the Trainer makes one per TrainJob),
-/// counted from a list of one item and the apiserver's count of the rest.
-async fn until_job_sets(kube: &kube::Client, count: usize) -> Result<(), String> {
-    let resource = dispatch_kf_client::resources::JOB_SET.api_resource();
-    let api: Api<DynamicObject> = Api::all_with(kube.clone(), &resource);
-    let t0 = Instant::now();
-    loop {
-        let page = api.list(&ListParams::default().limit(1)).await.map_err(|e| e.to_string())?;
-        let rest = page.metadata.remaining_item_count.unwrap_or(0);
-        let have = page.items.len() + usize::try_from(rest).unwrap_or(0);
-        if have >= count {
-            // The controllers' last writes settle.
-            tokio::time::sleep(Duration::from_secs(10)).await;
-            return Ok(());
-        }
-        if t0.elapsed() > Duration::from_secs(1800) {
-            return Err(format!("{have} JobSets of {count} after 30 minutes"));
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
 }
 
 /// The median time, peak memory, requests and bytes of `calls`.
