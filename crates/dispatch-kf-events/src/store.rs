@@ -97,13 +97,13 @@ impl Store {
     fn clear(&mut self, kind: Kind, scope: Option<&str>, touched: &mut Touched) {
         let within = |namespace: &str| scope.is_none_or(|s| s == namespace);
         let views: Vec<View> = match kind {
-            Kind::TrainJob => {
-                let keys: Vec<Key> =
-                    self.train_jobs.keys().filter(|k| within(&k.0)).cloned().collect();
-                keys.into_iter()
-                    .filter_map(|k| self.train_jobs.get(&k).cloned().map(View::TrainJob))
-                    .collect()
-            }
+            Kind::TrainJob => self
+                .train_jobs
+                .values()
+                .filter(|t| within(t.meta.namespace()))
+                .cloned()
+                .map(View::TrainJob)
+                .collect(),
             Kind::JobSet => self
                 .job_sets
                 .values()

@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use dispatch_core::ObjectObs;
@@ -37,8 +36,7 @@ struct Counted {
 
 struct Inner {
     role: RoleCell,
-    synced: AtomicBool,
-    synced_gauge: Gauge,
+    synced: Gauge,
     replica: Registry,
     cluster: Registry,
     leading: Gauge,
@@ -89,7 +87,7 @@ impl Telemetry {
         let mut replica = Registry::with_prefix("dispatch");
         let mut cluster = Registry::with_prefix("dispatch");
         let leading = Gauge::default();
-        let synced_gauge = Gauge::default();
+        let synced = Gauge::default();
         let errors = Family::<Step, Counter>::default();
         let lapsed = Counter::default();
         let pending = Gauge::default();
@@ -104,7 +102,7 @@ impl Telemetry {
         replica.register(
             "events_synced",
             "1 once every watch has listed and every TrainJob was read once",
-            synced_gauge.clone(),
+            synced.clone(),
         );
         replica.register(
             "events_errors",
@@ -145,8 +143,7 @@ impl Telemetry {
         });
         let inner = Inner {
             role: RoleCell::default(),
-            synced: AtomicBool::new(false),
-            synced_gauge,
+            synced,
             replica,
             cluster,
             leading,
@@ -165,13 +162,12 @@ impl Telemetry {
     /// Whether every watch has listed once and every TrainJob was read: from then on,
     /// a moment this replica sees is one it may tell.
     pub fn synced(&self) -> bool {
-        self.inner.synced.load(Ordering::SeqCst)
+        self.inner.synced.get() == 1
     }
 
     /// Records that every watch has listed once.
     pub(crate) fn set_synced(&self) {
-        self.inner.synced.store(true, Ordering::SeqCst);
-        self.inner.synced_gauge.set(1);
+        self.inner.synced.set(1);
     }
 
     /// Counts one failed step.

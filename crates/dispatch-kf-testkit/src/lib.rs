@@ -177,15 +177,23 @@ pub fn request(job: &JobId, submission: i64) -> StartRequest {
 /// `GET path` on a plain HTTP server at `address`, over a fresh connection: the status
 /// code and the body (the gate's probes in its tests).
 pub async fn http_get(address: std::net::SocketAddr, path: &str) -> (u16, String) {
+    try_http_get(address, path).await.unwrap_or_else(|e| panic!("GET {path} on {address}: {e}"))
+}
+
+/// [`http_get`], or why it got no answer (nothing listening yet, the connection cut).
+pub async fn try_http_get(
+    address: std::net::SocketAddr,
+    path: &str,
+) -> std::io::Result<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let mut stream = tokio::net::TcpStream::connect(address).await?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
+    stream.write_all(request.as_bytes()).await?;
     let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
+    stream.read_to_string(&mut response).await?;
     let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
+    Ok((status, body))
 }
 
 /// The objects of `plural` in the namespace, as the cluster holds them.

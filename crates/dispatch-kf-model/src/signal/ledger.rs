@@ -105,22 +105,6 @@ impl Ledger {
         out
     }
 
-    /// After `now`, the first time a pending moment falls due or lapses, if any is
-    /// pending. A moment already due and not reported counts by its lapse: retrying
-    /// its report is the caller's to pace.
-    pub fn next(&self, now: Timestamp) -> Option<Timestamp> {
-        self.entries
-            .values()
-            .filter_map(|e| match e {
-                Entry::Pending { since, .. } if now < *since + self.settle => {
-                    Some(*since + self.settle)
-                }
-                Entry::Pending { since, .. } => Some(*since + self.catch_up),
-                _ => None,
-            })
-            .min()
-    }
-
     /// The Event named `name` exists now (created, or found made by another
     /// replica): never due again.
     pub fn reported(&mut self, name: &str) {

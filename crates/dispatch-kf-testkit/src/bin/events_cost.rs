@@ -19,9 +19,10 @@
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
+use dispatch_kf_client::resources::{EVENT, POD, Resource, TRAIN_JOB};
 use dispatch_kf_model::keys;
 use dispatch_kf_testkit::commands::{self, proxy_kubeconfig};
-use dispatch_kf_testkit::{Proxy, containers_ended, crowd, memory_kib_of};
+use dispatch_kf_testkit::{Proxy, containers_ended, crowd, memory_kib_of, try_http_get};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -130,7 +131,7 @@ async fn bench(options: &Options) -> Result<bool, String> {
     let address = probes.local_addr().map_err(|e| e.to_string())?;
     drop(probes);
     let log = std::fs::File::create(dir.join("controller.log")).map_err(|e| e.to_string())?;
-    let before = read(&proxy, std::process::id());
+    let before = (proxy.requests_seen(), proxy.bytes_received());
     let mut controller = tokio::process::Command::new(&options.controller)
         .arg("--kubeconfig")
         .arg(&kubeconfig)
@@ -149,7 +150,9 @@ async fn bench(options: &Options) -> Result<bool, String> {
             let log = std::fs::read_to_string(dir.join("controller.log")).unwrap_or_default();
             return Err(format!("the controller exited ({status}):\n{log}"));
         }
-        if let Some((200, text)) = try_get(address, "/metrics").await
+        // Nothing answers until it listens; a GET is bounded so a stuck one cannot hang.
+        let get = tokio::time::timeout(Duration::from_secs(2), try_http_get(address, "/metrics"));
+        if let Ok(Ok((200, text))) = get.await
             && metric(&text, "dispatch_events_synced") == Some(1.0)
             && metric(&text, "dispatch_events_leading") == Some(1.0)
         {
@@ -181,8 +184,8 @@ async fn bench(options: &Options) -> Result<bool, String> {
     );
     println!(
         "| start, until every watch has listed | {sync_seconds:.1} s | {} | {:.1} MB | {:.2} s | {:.0} MiB ({:.0} MiB) |",
-        synced.requests - before.requests,
-        (synced.bytes - before.bytes) as f64 / 1e6,
+        synced.requests - before.0,
+        (synced.bytes - before.1) as f64 / 1e6,
         synced.cpu,
         synced.rss_kib / 1024.0,
         synced.peak_kib / 1024.0
@@ -218,31 +221,16 @@ async fn bench(options: &Options) -> Result<bool, String> {
     Ok(true)
 }
 
-/// `GET path` of the controller's probe server: the status and the body, or `None`
-/// while it does not answer (not listening yet).
-async fn try_get(address: std::net::SocketAddr, path: &str) -> Option<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let get = async {
-        let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
-        let request = format!("GET {path} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.ok()?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.ok()?;
-        let status = response.split(' ').nth(1)?.parse().ok()?;
-        let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-        Some((status, body))
-    };
-    tokio::time::timeout(Duration::from_secs(2), get).await.ok().flatten()
-}
-
 /// Makes a TrainJob of one rank, waits until the rank runs, writes its OOM kill, and
 /// waits for the TrainJob's `Failed` and for its Event: those two times, and its
 /// `kubectl describe`.
 async fn end_one(kube: &kube::Client, kubeconfig: &str) -> Result<(f64, f64, String), String> {
     let running = crowd::on_stock_runtime(json!({"trainer": {"numNodes": 1}}));
     crowd::train_jobs(kube, &[(NS.to_owned(), ENDS.to_owned())], &running).await?;
-    let pods: Api<DynamicObject> =
-        Api::namespaced_with(kube.clone(), NS, &dispatch_kf_client::resources::POD.api_resource());
+    let in_ns = |resource: Resource| -> Api<DynamicObject> {
+        Api::namespaced_with(kube.clone(), NS, &resource.api_resource())
+    };
+    let pods = in_ns(POD);
     let of_it = ListParams::default().labels(&format!("jobset.sigs.k8s.io/jobset-name={ENDS}"));
     let pod = poll("its rank running", Duration::from_secs(300), async || {
         let listed = pods.list(&of_it).await.map_err(|e| e.to_string())?;
@@ -256,11 +244,7 @@ async fn end_one(kube: &kube::Client, kubeconfig: &str) -> Result<(f64, f64, Str
     pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(|e| e.to_string())?;
-    let train_jobs: Api<DynamicObject> = Api::namespaced_with(
-        kube.clone(),
-        NS,
-        &dispatch_kf_client::resources::TRAIN_JOB.api_resource(),
-    );
+    let train_jobs = in_ns(TRAIN_JOB);
     poll("the TrainJob failed", Duration::from_secs(300), async || {
         let tj = train_jobs.get(ENDS).await.map_err(|e| e.to_string())?;
         let conditions = tj.data["status"]["conditions"].as_array().cloned().unwrap_or_default();
@@ -268,11 +252,7 @@ async fn end_one(kube: &kube::Client, kubeconfig: &str) -> Result<(f64, f64, Str
     })
     .await?;
     let failed = Instant::now();
-    let events: Api<DynamicObject> = Api::namespaced_with(
-        kube.clone(),
-        NS,
-        &dispatch_kf_client::resources::EVENT.api_resource(),
-    );
+    let events = in_ns(EVENT);
     let event: Value = poll("its Event", Duration::from_secs(120), async || {
         let listed = events.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
         // JobSet's own Events regard the JobSet of the same name.

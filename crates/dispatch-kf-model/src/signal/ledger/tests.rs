@@ -63,7 +63,6 @@ fn a_moment_shown_at_first_sight_is_never_reported() {
     ledger.saw(std::slice::from_ref(&ended), &obs(1, CauseKind::OutOfMemory), true, t(10));
     ledger.saw(std::slice::from_ref(&ended), &obs(1, CauseKind::OutOfMemory), false, t(20));
     assert_eq!(ledger.take(t(100)), []);
-    assert_eq!(ledger.next(t(100)), None);
 }
 
 #[test]
@@ -73,14 +72,12 @@ fn a_moment_seen_later_is_due_after_settling_with_its_last_observation_until_rep
     let ended = moment(1, Trigger::Ended, 5);
     ledger.saw(std::slice::from_ref(&ended), &obs(1, CauseKind::Unknown), false, t(5));
     assert_eq!(ledger.take(t(5)), [], "not settled yet");
-    assert_eq!(ledger.next(t(5)), Some(t(6)));
     // The deleted rank's last state arrives: the observation now names the cause.
     ledger.saw(std::slice::from_ref(&ended), &obs(1, CauseKind::OutOfMemory), false, t(5));
     let name = ended.event_name();
     assert_eq!(due(&ledger.take(t(6))), [(name.clone(), CauseKind::OutOfMemory)]);
-    // The create failed: still due, and the next time to look is its lapse.
+    // The create failed: still due.
     assert_eq!(due(&ledger.take(t(7))), [(name.clone(), CauseKind::OutOfMemory)]);
-    assert_eq!(ledger.next(t(7)), Some(t(5) + CATCH_UP));
     ledger.reported(&name);
     assert_eq!(ledger.take(t(8)), []);
     ledger.saw(std::slice::from_ref(&ended), &obs(1, CauseKind::OutOfMemory), false, t(9));
