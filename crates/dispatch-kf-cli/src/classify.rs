@@ -9,7 +9,7 @@ use std::io::Read;
 
 use dispatch_core::Error;
 use dispatch_kf_model::Shared;
-use dispatch_kf_model::{ClassifyOptions, Mode, Snapshot, classify, dump};
+use dispatch_kf_model::{ClassifyOptions, Detail, Mode, Snapshot, classify, dump};
 use jiff::Timestamp;
 
 use crate::output::{self, Format};
@@ -79,6 +79,7 @@ pub(crate) fn run(args: Args) -> Result<(), Error> {
         },
         nodes_readable: nodes_readable(args.nodes_readable, &snapshot),
         backend: args.backend,
+        detail: Detail::WithNotes,
     };
     let observations = classify(&snapshot, &options, now);
     // The observations own their text, and the command ends once they are printed:

@@ -106,6 +106,7 @@ mod tests {
                 mode: dispatch_kf_model::Mode::Plain,
                 nodes_readable: true,
                 backend: "kf".to_owned(),
+                detail: dispatch_kf_model::Detail::WithNotes,
             };
             all.extend(dispatch_kf_model::classify(&snapshot, &options, Timestamp::UNIX_EPOCH));
         }

@@ -28,7 +28,7 @@ use dispatch_core::{CallContext, Error, ObjectObs};
 use dispatch_kf_client::Cluster;
 use dispatch_kf_client::resources::{EVENT, WORKLOAD};
 use dispatch_kf_model::signal::{self, Ledger, Moment, Reckoning};
-use dispatch_kf_model::{ClassifyOptions, Mode, Snapshot, classify_train_jobs};
+use dispatch_kf_model::{ClassifyOptions, Detail, Mode, Snapshot, classify_train_jobs};
 use dispatch_kf_replica::{Clock, Work};
 use futures::FutureExt;
 use jiff::SignedDuration;
@@ -215,6 +215,9 @@ pub async fn run(
             mode: Mode::Plain,
             nodes_readable: true,
             backend: "kubeflow".into(),
+            // An Event tells why the execution stopped; explain's notes on provenance
+            // and stalls would be noise in it.
+            detail: Detail::CauseOnly,
         },
         cluster,
         options,

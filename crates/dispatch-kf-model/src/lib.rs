@@ -14,7 +14,7 @@
 //!
 //! ```
 //! use dispatch_core::{CauseKind, ObjectState, Provenance};
-//! use dispatch_kf_model::{ClassifyOptions, Mode, classify, dump};
+//! use dispatch_kf_model::{ClassifyOptions, Detail, Mode, classify, dump};
 //!
 //! let now = "2026-12-01T16:00:00Z".parse().unwrap();
 //! let bytes = include_bytes!("../../../fixtures/dumps/cluster-current-oom.json");
@@ -24,6 +24,7 @@
 //!     // The dump holds no Node: read it as without permission to read Nodes.
 //!     nodes_readable: dump::nodes_readable_by_default(&snapshot),
 //!     backend: "kf".into(),
+//!     detail: Detail::WithNotes,
 //! };
 //! let observations = classify(&snapshot, &options, now);
 //! let [oom] = observations.as_slice() else { panic!("{observations:?}") };
@@ -111,7 +112,7 @@ mod settings;
 mod snapshot;
 
 // Classification: a snapshot of objects, the mode and `now` to observations.
-pub use classify::{ClassifyOptions, classify, classify_train_jobs, gone};
+pub use classify::{ClassifyOptions, Detail, classify, classify_train_jobs, gone};
 pub use mode::Mode;
 pub use snapshot::Snapshot;
 

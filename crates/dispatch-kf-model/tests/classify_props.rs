@@ -8,7 +8,7 @@ mod conventions;
 
 use std::sync::OnceLock;
 
-use dispatch_kf_model::{ClassifyOptions, Mode, classify, dump};
+use dispatch_kf_model::{ClassifyOptions, Detail, Mode, classify, dump};
 use jiff::Timestamp;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -22,6 +22,7 @@ fn options(kueue: bool, nodes_readable: bool) -> ClassifyOptions {
         mode: if kueue { Mode::Kueue } else { Mode::Plain },
         nodes_readable,
         backend: "kf".to_owned(),
+        detail: Detail::WithNotes,
     }
 }
 

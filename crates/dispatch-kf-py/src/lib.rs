@@ -11,7 +11,7 @@
 //! with the GIL released, so other Python threads run meanwhile.
 
 use dispatch_core::Error;
-use dispatch_kf_model::{ClassifyOptions, Mode, classify, dump};
+use dispatch_kf_model::{ClassifyOptions, Detail, Mode, classify, dump};
 use jiff::Timestamp;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -49,7 +49,12 @@ fn classify_text(
     let snapshot = dump::read(DOCUMENT, document.as_bytes())?;
     let nodes_readable =
         nodes_readable.unwrap_or_else(|| dump::nodes_readable_by_default(&snapshot));
-    let options = ClassifyOptions { mode, nodes_readable, backend: BACKEND.to_owned() };
+    let options = ClassifyOptions {
+        mode,
+        nodes_readable,
+        backend: BACKEND.to_owned(),
+        detail: Detail::WithNotes,
+    };
     let observations = classify(&snapshot, &options, now);
     serde_json::to_string(&observations)
         .map_err(|e| Error::invalid(format!("cannot write the observations as JSON: {e}")))

@@ -15,7 +15,7 @@ use dispatch_kf_client::resources::{TRAIN_JOB, WORKLOAD};
 use dispatch_kf_client::storage_order;
 use dispatch_kf_client::{Cluster, Scope, storage_order_of};
 use dispatch_kf_model::view::View;
-use dispatch_kf_model::{ClassifyOptions, Mode, Snapshot, classify_train_jobs};
+use dispatch_kf_model::{ClassifyOptions, Detail, Mode, Snapshot, classify_train_jobs};
 
 use crate::edge;
 
@@ -83,6 +83,7 @@ pub async fn explain_pages(
             mode: Mode::Plain,
             nodes_readable: nodes.readable(),
             backend: request.backend.to_owned(),
+            detail: Detail::WithNotes,
         };
         let mode_of = |tj: &_| match request.mode {
             ModeChoice::Auto => Mode::of_train_job(tj, kueue_served),

@@ -5,7 +5,7 @@ use dispatch_kf_client::error_map::RequestClass;
 use dispatch_kf_client::resources::TRAIN_JOB;
 use dispatch_kf_client::{Cluster, JobQuery, Known};
 use dispatch_kf_model::gates::{self, Edit};
-use dispatch_kf_model::{ClassifyOptions, Snapshot, classify, ended, json};
+use dispatch_kf_model::{ClassifyOptions, Detail, Snapshot, classify, ended, json};
 use std::pin::pin;
 use std::time::Duration;
 
@@ -93,6 +93,7 @@ impl Inner {
             mode: self.settings.mode,
             nodes_readable: self.preflight.nodes.readable(),
             backend: self.settings.name.clone(),
+            detail: Detail::WithNotes,
         };
         classify(snapshot, &options, now)
     }

@@ -772,7 +772,10 @@ async fn a_train_job_made_by_hand_is_explained_running_and_foreign_then_told_out
         .await;
     assert_eq!(ended.cause.kind, CauseKind::OutOfMemory, "{ended:#?}");
     if controller.is_some() {
-        w.told_once(&running.object, "OutOfMemory", "Ended").await;
+        // The Event says why it stopped, not whose it is: none of explain's notes.
+        let event = w.told_once(&running.object, "OutOfMemory", "Ended").await;
+        let note = event["note"].as_str().unwrap_or_default();
+        assert!(note.contains("OOMKilled") && !note.contains("dispatch makes"), "{event:#}");
     }
 
     train_jobs.delete(NAME, &DeleteParams::background()).await.expect("delete");

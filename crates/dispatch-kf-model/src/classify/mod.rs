@@ -4,7 +4,8 @@
 //! For each TrainJob, in order: the six rules decide state and cause (`rules`); a
 //! cause left at none becomes unknown for a True condition the adapter does not know
 //! (`unknown_condition`); then the detail is the cause's own, the foreign notes
-//! (`foreign`) and the situation notes (`situation`), joined with `; `. Orphans
+//! (`foreign`) and the situation notes (`situation`), joined with `; ` (or the cause's
+//! own alone, [`Detail::CauseOnly`]). Orphans
 //! (`orphans`) follow. Same snapshot, options and `now`: the same observations.
 
 mod disruption_target;
@@ -45,6 +46,19 @@ pub struct ClassifyOptions {
     pub nodes_readable: bool,
     /// The backend's configured name, for [`ObjectRef::backend`].
     pub backend: String,
+    /// What the cause's detail carries besides the cause's own words.
+    pub detail: Detail,
+}
+
+/// What an observation's `cause.detail` carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// The cause's own words, then the foreign notes and the situation notes, joined
+    /// with `; `: what `explain` prints.
+    WithNotes,
+    /// The cause's own words alone (rank, pod, exit code, the scheduler's words): what
+    /// an Event about the end of an execution says.
+    CauseOnly,
 }
 
 /// The observation of every TrainJob of `snapshot`, sorted by namespace, name and UID,
@@ -127,16 +141,18 @@ fn train_job<S: Str>(f: &Facts<'_, S>, now: Timestamp) -> ObjectObs {
     let mut outcome = rules::decide(f);
     unknown_condition::apply(f.tj, &mut outcome.cause);
     let foreign = foreign::notes(f);
-    let gated = rules::gated::is_closed(f.tj, f.options.mode);
-    let situation = situation::notes(f, &outcome, gated);
-    let mut parts = Vec::with_capacity(1 + foreign.len() + situation.len());
-    if !outcome.cause.detail.is_empty() {
-        parts.push(std::mem::take(&mut outcome.cause.detail));
-    }
     let is_foreign = !foreign.is_empty();
-    parts.extend(foreign);
-    parts.extend(situation);
-    outcome.cause.detail = parts.join(text::JOIN);
+    if f.options.detail == Detail::WithNotes {
+        let gated = rules::gated::is_closed(f.tj, f.options.mode);
+        let situation = situation::notes(f, &outcome, gated);
+        let mut parts = Vec::with_capacity(1 + foreign.len() + situation.len());
+        if !outcome.cause.detail.is_empty() {
+            parts.push(std::mem::take(&mut outcome.cause.detail));
+        }
+        parts.extend(foreign);
+        parts.extend(situation);
+        outcome.cause.detail = parts.join(text::JOIN);
+    }
     let meta = &f.tj.meta;
     ObjectObs {
         object: ObjectRef {

@@ -8,7 +8,7 @@
 //! xtask fixtures cluster --stack NAME`), is read the same way, its scenario's name
 //! taken for the rest.
 
-use dispatch_kf_model::{ClassifyOptions, Mode, Snapshot, dump};
+use dispatch_kf_model::{ClassifyOptions, Detail, Mode, Snapshot, dump};
 
 /// The stack and the scenario of a dump the real control plane printed
 /// (`cluster-<stack>-<scenario>.json`; a stack's name has no `-`).
@@ -29,5 +29,6 @@ pub(crate) fn options_for(file: &str, snapshot: &Snapshot) -> ClassifyOptions {
         mode: if name.starts_with("kueue-") { Mode::Kueue } else { Mode::Plain },
         nodes_readable,
         backend: "kf".to_owned(),
+        detail: Detail::WithNotes,
     }
 }
