@@ -20,6 +20,11 @@
 //!   and reads with the repository alone;
 //! - every `docs/<page>.md` or `docs/<page>.md#<anchor>` a `.rs` file cites names a page
 //!   of `docs/` and, with an anchor, one of that page's headings as GitHub slugs it.
+//! - every test a page cites exists (`cited_tests`);
+//! - no two files import each other (`import_circles`).
+
+mod cited_tests;
+mod import_circles;
 
 use std::collections::HashMap;
 use std::fs;

@@ -59,6 +59,7 @@ pub struct ReadmeDoctests;
 mod cancel;
 mod cluster;
 pub mod error_map;
+mod gets;
 mod identity;
 mod nodes;
 mod objects;

@@ -97,7 +97,7 @@ impl Cluster {
         let nodes = self.objects(NODE, "");
         let unread = names.into_iter().filter(|n| !have.contains(*n));
         let gets: Vec<_> = unread.map(|name| nodes.get_view_opt(cx, name)).collect();
-        found.extend(crate::snapshot::at_most_a_few_at_once(gets).await?);
+        found.extend(crate::gets::at_most_a_few_at_once(gets).await?);
         Ok(found)
     }
 }

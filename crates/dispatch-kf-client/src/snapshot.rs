@@ -19,6 +19,7 @@ use dispatch_kf_model::view::View;
 use dispatch_kf_model::{Mode, Snapshot, keys, names};
 
 use crate::cluster::Cluster;
+use crate::gets::at_most_a_few_at_once;
 use crate::nodes::NodeReads;
 use crate::objects::Objects;
 use crate::resources::{JOB, JOB_SET, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD};
@@ -191,22 +192,6 @@ impl Cluster {
         }
         Ok(self.objects(resource, namespace).of_one_job().list(cx, &selector).await?.items)
     }
-}
-
-/// How many gets of one read are in flight at once: a job on hundreds of Nodes makes
-/// as many gets, and all at once they would meet the apiserver's flow control (429)
-/// or run the process out of file descriptors.
-pub(crate) const READS_AT_ONCE: usize = 8;
-
-/// The objects `reads` find, [`READS_AT_ONCE`] in flight at a time; the first failure
-/// is the answer.
-pub(crate) async fn at_most_a_few_at_once(
-    reads: Vec<impl Future<Output = Result<Option<View>>>>,
-) -> Result<Vec<View>> {
-    use futures::{StreamExt as _, TryStreamExt as _};
-    let found: Vec<Option<View>> =
-        futures::stream::iter(reads).buffer_unordered(READS_AT_ONCE).try_collect().await?;
-    Ok(found.into_iter().flatten().collect())
 }
 
 /// The names of `job`'s submissions that its listed objects and labelled pods name:

@@ -54,33 +54,24 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-mod apierror;
-mod auth;
+// The layers, bottom to top (`tests/layers.rs` keeps each to the ones below it).
 mod controllers;
-mod demo;
-mod faults;
-mod happenings;
+mod facade;
 mod http;
-mod managed;
-mod object;
-mod patch;
+mod plain;
 mod registry;
-mod resources;
-mod schema;
-mod selector;
-mod sim;
 mod store;
 
-pub use apierror::ApiError;
-pub use auth::{Access, Identity, Rule};
-pub use demo::{kueue_setup, torch_distributed};
-pub use faults::{Fault, FaultAction};
+pub use facade::demo::{kueue_setup, torch_distributed};
+pub use facade::sim::{Sim, SimError, SimOptions};
 pub use http::tls::TlsError;
-pub use managed::owner_of;
-pub use object::keys::TRAINER_CONTROLLER;
+pub use plain::apierror::ApiError;
+pub use plain::auth::{Access, Identity, Rule};
+pub use plain::faults::{Fault, FaultAction};
+pub use plain::managed::owner_of;
+pub use plain::object::keys::TRAINER_CONTROLLER;
+pub use plain::resources::{RESOURCES, Resource, by_plural};
+pub use plain::schema::Releases;
+pub use plain::selector::Selector;
 pub use registry::Propagation;
-pub use resources::{RESOURCES, Resource, by_plural};
-pub use schema::Releases;
-pub use selector::Selector;
-pub use sim::{Sim, SimError, SimOptions};
 pub use store::RequestRecord;

@@ -1,24 +1,17 @@
 //! The sim's layers, kept by a test that reads its source (as a tidy test does): every
-//! module of `src/` names, through `crate::` and `super::` paths, only modules of its
-//! own layer or of the layers below it. So nothing below the registry names a
+//! module of `src/` names, through `crate::` and `super::` paths (a `use` read whole,
+//! over all its lines), only modules of its own layer or of the layers below it. So nothing below the registry names a
 //! controller or an HTTP module, no controller names a request type, and the store
 //! names neither; and above the registry nothing writes the store but through it.
 //! `docs/sim.md` ("Code map") describes the layers.
 
 use std::path::{Path, PathBuf};
 
-/// Each top-level module of the crate and its layer, bottom (1) to top (6).
+/// Each top-level module of the crate, a folder of `src/`, and its layer, bottom (1) to
+/// top (6): `ls src` shows the layers.
 const LAYERS: &[(&str, u8)] = &[
     // 1. Plain accessors, keys and leaf types: functions of values, no state.
-    ("object", 1),
-    ("resources", 1),
-    ("apierror", 1),
-    ("selector", 1),
-    ("schema", 1),
-    ("managed", 1),
-    ("patch", 1),
-    ("auth", 1),
-    ("faults", 1),
+    ("plain", 1),
     // 2. The store and the state it sits in: objects, journal, indexes, work queues.
     ("store", 2),
     // 3. The registry: every write, from a controller or a handler, goes through it.
@@ -28,9 +21,7 @@ const LAYERS: &[(&str, u8)] = &[
     // 5. HTTP: routing, request parsing, handlers, the server.
     ("http", 5),
     // 6. The facade and what a test makes happen.
-    ("sim", 6),
-    ("happenings", 6),
-    ("demo", 6),
+    ("facade", 6),
 ];
 
 fn layer_of(module: &str) -> Option<u8> {
@@ -53,17 +44,39 @@ fn ident(s: &str) -> &str {
     &s[..end]
 }
 
-/// The top-level modules one line names through `crate::` and `super::` paths.
+/// The heads of a `{...}` group's items, at its top level: `{a, b::{c, d}, e}` gives
+/// `a`, `b` and `e`. `group` starts just after the `{`.
+fn group_heads(group: &str) -> Vec<String> {
+    let mut heads = Vec::new();
+    let (mut depth, mut item_start) = (0usize, 0usize);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                heads.push(ident(group[item_start..i].trim()).to_string());
+                return heads;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                heads.push(ident(group[item_start..i].trim()).to_string());
+                item_start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    heads.push(ident(group[item_start..].trim()).to_string());
+    heads
+}
+
+/// The top-level modules one statement names through `crate::` and `super::` paths.
 fn named(module: &[String], line: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = line;
     while let Some(i) = rest.find("crate::") {
         rest = &rest[i + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let inner = &group[..group.find('}').unwrap_or(group.len())];
-            out.extend(inner.split(',').map(|p| ident(p.trim()).to_string()));
-        } else {
-            out.push(ident(rest).to_string());
+        match rest.strip_prefix('{') {
+            Some(group) => out.extend(group_heads(group)),
+            None => out.push(ident(rest).to_string()),
         }
     }
     let mut rest = line;
@@ -119,6 +132,30 @@ fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
         .filter(|(_, l)| !l.trim_start().starts_with("//"))
 }
 
+/// The code of `text` as statements to read paths in, each with its first line's
+/// number: a `use` whole, however many lines rustfmt spreads it over (to its `;`), any
+/// other line alone (a path in an expression is never broken across lines).
+fn statements(text: &str) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    let mut open_use = false;
+    for (n, line) in code_lines(text) {
+        let code = line.split(" //").next().unwrap_or(line).trim();
+        if open_use {
+            let last = out.last_mut().expect("a use is open");
+            last.1.push(' ');
+            last.1.push_str(code);
+        } else {
+            out.push((n, code.to_string()));
+            let bare = code.trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+            open_use = bare.starts_with("use ");
+        }
+        if open_use && code.ends_with(';') {
+            open_use = false;
+        }
+    }
+    out
+}
+
 /// Every `crate::`/`super::` path in `src/` that names a module above its own layer,
 /// or a module the table does not place.
 fn violations(src: &Path) -> Vec<String> {
@@ -129,8 +166,8 @@ fn violations(src: &Path) -> Vec<String> {
             found.push(format!("{}: module `{}` has no layer in LAYERS", rel.display(), module[0]));
             continue;
         };
-        for (n, line) in code_lines(&text) {
-            for target in named(&module, line) {
+        for (n, line) in statements(&text) {
+            for target in named(&module, &line) {
                 match layer_of(&target) {
                     Some(layer) if layer <= own => {}
                     Some(layer) => found.push(format!(
@@ -213,4 +250,16 @@ fn a_path_is_read_as_the_module_it_names() {
     let store = module_of(Path::new("store/mod.rs"));
     assert_eq!(store, ["store"]);
     assert_eq!(named(&store, "use super::controllers::wake;"), ["controllers"]);
+    let nested = "use crate::{object::{self, meta}, registry::{self, Write}, store};";
+    assert_eq!(named(&kueue, nested), ["object", "registry", "store"]);
+}
+
+#[test]
+fn a_use_spread_over_lines_is_read_whole() {
+    let text = "use crate::{\n    registry,\n    // a comment\n    http::Handler,\n};\nlet x = crate::store::get(); // crate::demo\n";
+    let read = statements(text);
+    assert_eq!(read[0], (1, "use crate::{ registry, http::Handler, };".to_string()));
+    assert_eq!(read[1], (6, "let x = crate::store::get();".to_string()));
+    let kueue = module_of(Path::new("controllers/kueue.rs"));
+    assert_eq!(named(&kueue, &read[0].1), ["registry", "http"]);
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::files::{controller_config, kueue_shipped_tuning, kwok_config};
+use super::files::{controller_config, kueue_shipped_tuning, kwok_config, path};
 use super::manifests::{self, JOBSET, KUEUE, TRAINER, Upstream};
 use super::pki::Pki;
 use super::process::{self, Ready};
@@ -143,10 +143,6 @@ pub(crate) fn kubectl(kubeconfig: &Path, args: &[&str]) -> Result<String, String
     } else {
         Err(format!("kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&output.stderr)))
     }
-}
-
-pub(crate) fn path(p: &Path) -> &str {
-    p.to_str().expect("the cache path is UTF-8")
 }
 
 impl Plane<'_> {

@@ -5,8 +5,12 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::components::path;
 use super::manifests::{self, Upstream};
+
+/// A path of the cache folder as the text a command line or a configuration takes.
+pub(crate) fn path(p: &Path) -> &str {
+    p.to_str().expect("the cache path is UTF-8")
+}
 
 /// kwok's configuration: our stages (`xtask/cluster/kwok-stages.yaml`), and a
 /// `ClusterLogs` that serves every pod's `node` container's output from

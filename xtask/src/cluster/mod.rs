@@ -326,7 +326,7 @@ impl Controller {
     fn kubeconfig(&self) -> Result<PathBuf, String> {
         for file in RBAC_FILES {
             let file = run::project_root().join(self.deploy).join(file);
-            admin_kubectl(&["apply", "-f", components::path(&file)])?;
+            admin_kubectl(&["apply", "-f", files::path(&file)])?;
         }
         let (namespace, account) = self.account;
         let token =

@@ -8,8 +8,6 @@ use std::collections::BTreeMap;
 use dispatch_kf_sim::Sim;
 use serde_json::Value;
 
-use super::stage::NS;
-
 /// The kinds whose objects the narration follows, by plural and kind, in the order
 /// it lists them.
 const FOLLOWED: [(&str, &str); 4] = [
@@ -18,6 +16,9 @@ const FOLLOWED: [(&str, &str); 4] = [
     ("jobsets", "JobSet"),
     ("pods", "Pod"),
 ];
+
+/// The namespace the demo's jobs run in.
+pub(crate) const NS: &str = "default";
 
 /// The followed objects as last described: (the kind's place in [`FOLLOWED`],
 /// `Kind name`) to what is said of its state.

@@ -9,8 +9,9 @@ use dispatch_core::{CauseKind, Kind, ObjectRef, ObjectState, Provenance, Result}
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::Propagation;
 
+use super::cluster::NS;
 use super::narrate::Narration;
-use super::stage::{NS, Stage, require};
+use super::stage::{Stage, require};
 
 const MINUTE: Duration = Duration::from_secs(60);
 

@@ -23,11 +23,9 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::cluster::Followed;
+use super::cluster::{Followed, NS};
 use super::narrate::{Narration, since};
 
-/// The namespace the demo's jobs run in.
-pub(crate) const NS: &str = "default";
 /// The demo's job.
 const JOB: &str = "01JDQ4V8Z6K3M0B7X2N5R9T1CE";
 /// The cluster: this many nodes of [`GPUS`] GPUs.

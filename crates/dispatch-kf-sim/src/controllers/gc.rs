@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::KUBE_CONTROLLER_MANAGER;
 use super::util::delete_once;
-use crate::object::meta::{deleting, has_finalizer, owner_uids, uid};
+use crate::plain::object::meta::{deleting, has_finalizer, owner_uids, uid};
 use crate::registry::{self, Propagation};
 use crate::store::{Key, State};
 

@@ -21,10 +21,12 @@ use super::KUBE_CONTROLLER_MANAGER;
 use super::job_pods::{self, TRACKING};
 use super::util::{objects_at, owned};
 use super::wake::{self, Ctl};
-use crate::object::conditions::{condition, is_true, set_condition};
-use crate::object::meta::{deleting, has_finalizer, phase, str_at, suspended, terminal, uid};
+use crate::plain::object::conditions::{condition, is_true, set_condition};
+use crate::plain::object::meta::{
+    deleting, has_finalizer, phase, str_at, suspended, terminal, uid,
+};
+use crate::plain::resources::id;
 use crate::registry::{self, DeleteOptions};
-use crate::resources::id;
 use crate::store::Key;
 use crate::store::State;
 
@@ -64,7 +66,7 @@ pub(crate) fn with_defaults(mut job: Value, uid: String) -> Value {
         "batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
         "controller-uid": uid, "job-name": name,
     });
-    crate::patch::merge(&mut spec["template"]["metadata"]["labels"], &labels);
+    crate::plain::patch::merge(&mut spec["template"]["metadata"]["labels"], &labels);
     job["metadata"]["uid"] = json!(uid);
     job["status"] = json!({});
     job

@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use super::KUBE_CONTROLLER_MANAGER;
-use crate::object::meta::{controller_ref, str_at};
-use crate::resources::id;
+use crate::plain::object::meta::{controller_ref, str_at};
+use crate::plain::resources::id;
 use crate::store::State;
 
 /// The Job controller's pod finalizer.

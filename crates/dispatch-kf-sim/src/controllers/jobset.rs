@@ -17,17 +17,14 @@ use serde_json::{Value, json};
 use super::jobset_jobs::{construct_job, resume_job};
 use super::util::{delete_once, objects_at, owned};
 use super::wake::{self, Ctl};
-use crate::object::conditions::{condition, is_true, set_condition};
-use crate::object::meta::{deleting, label, str_at, suspended, uid};
+use crate::plain::object::conditions::{condition, is_true, set_condition};
+use crate::plain::object::keys::{REPLICATED_JOB_NAME, RESTART_ATTEMPT};
+use crate::plain::object::meta::{deleting, label, str_at, suspended, uid};
+use crate::plain::resources::id;
 use crate::registry::{self, Propagation};
-use crate::resources::id;
 use crate::store::Key;
 use crate::store::State;
 
-/// The label and annotation with the JobSet's restart attempt.
-pub(crate) const RESTART: &str = "jobset.sigs.k8s.io/restart-attempt";
-/// The label and annotation with the replicated job's name.
-pub(crate) const RJOB: &str = "jobset.sigs.k8s.io/replicatedjob-name";
 const CONTROLLER: &str = "jobset.sigs.k8s.io/jobset-controller";
 const MANAGER: &str = "jobset";
 
@@ -45,7 +42,7 @@ impl Children {
         let restarts = int_at(js, "/status/restarts");
         let mut out = Self::default();
         for (k, job) in owned(state, "jobs", ns, uid(js)) {
-            let bucket = match label(&job, RESTART).parse::<i64>() {
+            let bucket = match label(&job, RESTART_ATTEMPT).parse::<i64>() {
                 Ok(r) if r >= restarts => {
                     if is_true(&job, "Failed") {
                         &mut out.failed
@@ -143,7 +140,7 @@ fn ttl_after_finished(state: &mut State, key: &Key, js: &Value) -> bool {
 /// `calculateReplicatedJobStatuses`, in the order of `spec.replicatedJobs`.
 fn statuses(js: &Value, kids: &Children) -> Value {
     let count = |jobs: &[(Key, Value)], rj: &str, f: &dyn Fn(&Value) -> bool| {
-        jobs.iter().filter(|(_, j)| label(j, RJOB) == rj && f(j)).count()
+        jobs.iter().filter(|(_, j)| label(j, REPLICATED_JOB_NAME) == rj && f(j)).count()
     };
     let ready = |j: &Value| {
         let pods = int_at(j, "/spec/parallelism")
@@ -214,7 +211,9 @@ fn success_policy(js: &mut Value, kids: &Children, now: &str) -> bool {
         .filter(|rj| targeted(str_at(rj, "/name")))
         .map(|rj| rj["replicas"].as_i64().unwrap_or(1))
         .sum();
-    let done = kids.successful.iter().filter(|(_, j)| targeted(label(j, RJOB))).count() as i64;
+    let done =
+        kids.successful.iter().filter(|(_, j)| targeted(label(j, REPLICATED_JOB_NAME))).count()
+            as i64;
     let met = match policy["operator"].as_str() {
         Some("Any") => done > 0,
         _ => done >= expected && expected > 0,

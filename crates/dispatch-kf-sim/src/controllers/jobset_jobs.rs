@@ -9,10 +9,10 @@
 
 use serde_json::{Value, json};
 
-use super::jobset::{RESTART, RJOB};
 use super::sha1;
-use crate::object::meta::{controller_ref, label, str_at, suspended, uid};
-use crate::patch::merge;
+use crate::plain::object::keys::{REPLICATED_JOB_NAME, RESTART_ATTEMPT};
+use crate::plain::object::meta::{controller_ref, label, str_at, suspended, uid};
+use crate::plain::patch::merge;
 
 fn replicas(rj: &Value) -> i64 {
     rj["replicas"].as_i64().unwrap_or(1)
@@ -30,8 +30,8 @@ fn keys(js: &Value, rj: &Value, j: i64, global: i64, job: &str) -> Value {
     json!({
         "jobset.sigs.k8s.io/jobset-name": str_at(js, "/metadata/name"),
         "jobset.sigs.k8s.io/jobset-uid": uid(js),
-        RJOB: str_at(rj, "/name"),
-        RESTART: js.pointer("/status/restarts").and_then(Value::as_i64).unwrap_or(0).to_string(),
+        REPLICATED_JOB_NAME: str_at(rj, "/name"),
+        RESTART_ATTEMPT: js.pointer("/status/restarts").and_then(Value::as_i64).unwrap_or(0).to_string(),
         "jobset.sigs.k8s.io/replicatedjob-replicas": replicas(rj).to_string(),
         "jobset.sigs.k8s.io/global-replicas": total.to_string(),
         "jobset.sigs.k8s.io/job-index": j.to_string(),
@@ -106,7 +106,7 @@ fn merge_list(obj: &mut Value, field: &str, add: Option<&Value>) {
 pub(crate) fn resume_job(js: &Value, job: &Value) -> Value {
     let mut next = job.clone();
     let rjobs = js.pointer("/spec/replicatedJobs").and_then(Value::as_array);
-    let rj = rjobs.into_iter().flatten().find(|r| r["name"] == label(job, RJOB));
+    let rj = rjobs.into_iter().flatten().find(|r| r["name"] == label(job, REPLICATED_JOB_NAME));
     if let Some(pod) = rj.and_then(|r| r.pointer("/template/spec/template")) {
         let t = &mut next["spec"]["template"];
         for f in ["labels", "annotations"] {

@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 
 use super::KUBELET;
 use super::wake::{self, Ctl};
-use crate::object::conditions::set_condition;
-use crate::object::meta::{deleting, finalizers, str_at};
+use crate::plain::object::conditions::set_condition;
+use crate::plain::object::meta::{deleting, finalizers, str_at};
+use crate::plain::resources::id;
 use crate::registry::{self, DeleteOptions};
-use crate::resources::id;
 use crate::store::Key;
 use crate::store::State;
 

@@ -21,11 +21,11 @@ use serde_json::{Value, json};
 use super::kueue_flavors;
 use super::util::owned;
 use super::wake::{self, Ctl};
-use crate::object::conditions::{condition, is_true, set_condition};
-use crate::object::keys::{GATED_BY, GPU, KUEUE_GROUP_VERSION, QUEUE_NAME, gpus};
-use crate::object::meta::{controller_ref, deleting, str_at, suspended, uid};
+use crate::plain::object::conditions::{condition, is_true, set_condition};
+use crate::plain::object::keys::{GATED_BY, GPU, KUEUE_GROUP_VERSION, QUEUE_NAME, workload_gpus};
+use crate::plain::object::meta::{controller_ref, deleting, str_at, suspended, uid};
+use crate::plain::resources::id;
 use crate::registry;
-use crate::resources::id;
 use crate::store::Key;
 use crate::store::State;
 
@@ -42,18 +42,6 @@ fn short_hash(s: &str) -> String {
 
 fn annotation<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
     v.pointer("/metadata/annotations").and_then(|a| a.get(k)).and_then(Value::as_str)
-}
-
-pub(crate) fn gpus_of(wl: &Value) -> i64 {
-    wl.pointer("/spec/podSets")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|ps| {
-            let pod = json!({"spec": ps["template"]["spec"]});
-            gpus(&pod) * ps["count"].as_i64().unwrap_or(1)
-        })
-        .sum()
 }
 
 pub(crate) fn run(state: &mut State) {
@@ -369,7 +357,7 @@ fn room_for(state: &State, wl: &Value) -> Result<Queue, (&'static str, String)> 
     let assignments = kueue_flavors::assign(cq, wl).map_err(|m| ("Pending", m))?;
     let (quota, flavor) = gpu_quota(cq);
     let used = gpus_reserved_in(state, cq_name);
-    let want = gpus_of(wl);
+    let want = workload_gpus(wl);
     if want > 0 && used + want > quota {
         return Err((
             "Pending",
@@ -416,7 +404,7 @@ fn gpus_reserved_in(state: &State, cq_name: &str) -> i64 {
                 && w.pointer("/status/admission/clusterQueue").and_then(Value::as_str)
                     == Some(cq_name)
         })
-        .map(|(_, w)| gpus_of(w))
+        .map(|(_, w)| workload_gpus(w))
         .sum()
 }
 
@@ -511,7 +499,7 @@ fn sync_job(state: &mut State, wl: &Value) {
                     [(&mut labels, &u["labels"]), (&mut annotations, &u["annotations"])]
                 {
                     if from.is_object() {
-                        crate::patch::merge(into, from);
+                        crate::plain::patch::merge(into, from);
                     }
                 }
             }

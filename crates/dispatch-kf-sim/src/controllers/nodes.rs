@@ -10,10 +10,10 @@ use serde_json::Value;
 
 use super::KUBE_CONTROLLER_MANAGER;
 use super::wake::{self, Ctl};
-use crate::object::conditions::set_condition;
-use crate::object::meta::{deleting, str_at};
+use crate::plain::object::conditions::set_condition;
+use crate::plain::object::meta::{deleting, str_at};
+use crate::plain::resources::id;
 use crate::registry::{self, DeleteOptions};
-use crate::resources::id;
 use crate::store::Key;
 use crate::store::State;
 

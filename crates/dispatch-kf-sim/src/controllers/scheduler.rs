@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::KUBE_SCHEDULER;
-use crate::object::conditions::set_condition;
-use crate::object::keys::{GPU, gpus, quantity};
-use crate::object::meta::str_at;
+use crate::plain::object::conditions::set_condition;
+use crate::plain::object::keys::{GPU, gpus, quantity};
+use crate::plain::object::meta::str_at;
+use crate::plain::resources::id;
 use crate::registry;
-use crate::resources::id;
 use crate::store::Key;
 use crate::store::State;
 

@@ -11,8 +11,8 @@
 
 use serde_json::{Value, json};
 
-use crate::object::meta::{controlled_by, controller_ref, str_at, uid};
-use crate::resources::id;
+use crate::plain::object::meta::{controlled_by, controller_ref, str_at, uid};
+use crate::plain::resources::id;
 use crate::store::Key;
 use crate::store::State;
 

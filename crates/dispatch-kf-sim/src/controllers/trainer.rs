@@ -18,12 +18,12 @@ use serde_json::{Value, json};
 
 use super::snapshot;
 use super::wake::{self, Ctl};
-use crate::object::conditions::{condition, is_true, set_condition};
-use crate::object::keys::{TRAINER_CONTROLLER, runtime_supported, unsupported_runtime};
-use crate::object::meta::{controlled_by, controller_ref, deleting, str_at, suspended, uid};
-use crate::patch::merge;
+use crate::plain::object::conditions::{condition, is_true, set_condition};
+use crate::plain::object::keys::{TRAINER_CONTROLLER, runtime_supported, unsupported_runtime};
+use crate::plain::object::meta::{controlled_by, controller_ref, deleting, str_at, suspended, uid};
+use crate::plain::patch::merge;
+use crate::plain::resources::id;
 use crate::registry::{self, DeleteOptions, Propagation};
-use crate::resources::id;
 use crate::store::Key;
 use crate::store::State;
 

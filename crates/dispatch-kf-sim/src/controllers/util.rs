@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::object::meta::{controlled_by, deleting};
+use crate::plain::object::meta::{controlled_by, deleting};
 
 /// The objects of a resource in a namespace controlled by the object with `uid`, by name
 /// (from the store's index of dependents).
@@ -13,7 +13,7 @@ pub(crate) fn owned(
     ns: &str,
     uid: &str,
 ) -> Vec<(crate::store::Key, Value)> {
-    let res = crate::resources::id(plural);
+    let res = crate::plain::resources::id(plural);
     state
         .store
         .index()

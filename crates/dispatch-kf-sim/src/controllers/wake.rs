@@ -18,9 +18,10 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use super::snapshot::SUFFIX;
-use crate::object::conditions::is_true;
-use crate::object::meta::{owner_uids, uid};
-use crate::resources::{RESOURCES, id};
+use crate::plain::object::conditions::is_true;
+use crate::plain::object::keys::workload_gpus;
+use crate::plain::object::meta::{owner_uids, uid};
+use crate::plain::resources::{RESOURCES, id};
 use crate::store::State;
 use crate::store::{Event, EventType, Key};
 
@@ -121,7 +122,7 @@ fn dependents(state: &State, ev: &Event, plural: &str) -> Vec<Key> {
 fn reservation(wl: Option<&Value>) -> Option<(String, i64)> {
     let wl = wl.filter(|w| is_true(w, "QuotaReserved"))?;
     let cq = wl.pointer("/status/admission/clusterQueue").and_then(Value::as_str);
-    Some((cq.unwrap_or_default().to_string(), super::kueue::gpus_of(wl)))
+    Some((cq.unwrap_or_default().to_string(), workload_gpus(wl)))
 }
 
 /// Wakes the units one change concerns.

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::sim::{Sim, SimError, SimOptions};
+use crate::facade::sim::{Sim, SimError, SimOptions};
 
 /// The `torch-distributed` ClusterTrainingRuntime the demo installs.
 pub fn torch_distributed() -> Value {
@@ -43,7 +43,7 @@ pub fn torch_distributed() -> Value {
 /// admission checks list `dispatch-readmission`, that AdmissionCheck, the namespace of
 /// the gate's Lease, and the LocalQueue `team-a` in `default`.
 pub fn kueue_setup(quota: u32) -> Vec<Value> {
-    const SETUP: &str = include_str!("../data/kueue-setup.json");
+    const SETUP: &str = include_str!("../../data/kueue-setup.json");
     let text = SETUP.replace("\"$QUOTA\"", &format!("\"{quota}\""));
     serde_json::from_str(&text)
         .expect("crates/dispatch-kf-sim/data/kueue-setup.json is a JSON array")

@@ -8,11 +8,11 @@ use serde_json::{Value, json};
 use crate::controllers::kubelet::terminate;
 use crate::controllers::nodes::{OUT_OF_SERVICE, UNREACHABLE};
 use crate::controllers::{self, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, KUBELET};
-use crate::object::conditions::set_condition;
-use crate::object::keys::GPU;
+use crate::facade::sim::Sim;
+use crate::plain::object::conditions::set_condition;
+use crate::plain::object::keys::GPU;
+use crate::plain::resources::id;
 use crate::registry::{self, DeleteOptions};
-use crate::resources::id;
-use crate::sim::Sim;
 use crate::store::Key;
 use crate::store::State;
 

@@ -8,14 +8,14 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
-use crate::auth::{self, Identity};
 use crate::controllers;
-use crate::faults::{Fault, Slot};
 use crate::http::server::{self, Shared};
 use crate::http::tls::Tls;
+use crate::plain::auth::{self, Identity};
+use crate::plain::faults::{Fault, Slot};
+use crate::plain::resources::{self, RESOURCES};
+use crate::plain::schema::Releases;
 use crate::registry::{self, DeleteOptions, Propagation};
-use crate::resources::{self, RESOURCES};
-use crate::schema::Releases;
 use crate::store::{DEFAULT_WINDOW, Key};
 use crate::store::{RequestRecord, State};
 
@@ -36,7 +36,7 @@ pub enum SimError {
     UnknownKind(String),
     /// A direct write the apiserver would refuse.
     #[error("the simulated apiserver refused the object: {}", .0.message)]
-    Refused(crate::apierror::ApiError),
+    Refused(crate::plain::apierror::ApiError),
 }
 
 /// How a simulated cluster starts.

@@ -5,10 +5,7 @@
 use bytes::Bytes;
 use serde_json::Value;
 
-use crate::apierror::ApiError;
-use crate::auth::Access;
 use crate::controllers;
-use crate::faults::{self, FaultAction};
 use crate::http::delete;
 use crate::http::discovery;
 use crate::http::openapi;
@@ -16,8 +13,11 @@ use crate::http::read;
 use crate::http::request::{self, ApiReq, Route};
 use crate::http::watch::{self, WatchStart};
 use crate::http::write;
+use crate::plain::apierror::ApiError;
+use crate::plain::auth::Access;
+use crate::plain::faults::{self, FaultAction};
+use crate::plain::resources::RESOURCES;
 use crate::registry::{DeleteOptions, WriteOptions};
-use crate::resources::RESOURCES;
 use crate::store::{RequestRecord, State};
 
 /// An HTTP request, read whole.

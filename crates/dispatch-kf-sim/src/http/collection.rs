@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::apierror::ApiError;
 use crate::http::read::Selection;
 use crate::http::request::ApiReq;
+use crate::plain::apierror::ApiError;
+use crate::plain::resources::RESOURCES;
 use crate::registry::{self, DeleteOptions};
-use crate::resources::RESOURCES;
 use crate::store::Key;
 use crate::store::State;
 

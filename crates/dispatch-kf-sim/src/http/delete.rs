@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::apierror::ApiError;
 use crate::http::request::ApiReq;
+use crate::plain::apierror::ApiError;
+use crate::plain::resources::RESOURCES;
 use crate::registry::{self, DeleteOptions, Deleted, Propagation};
-use crate::resources::RESOURCES;
 use crate::store::{Key, State};
 
 impl DeleteOptions {

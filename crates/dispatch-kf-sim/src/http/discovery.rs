@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::resources::RESOURCES;
+use crate::plain::resources::RESOURCES;
 
 /// Short names kubectl accepts (`kubectl get cm`), as the real resources declare them;
 /// any resource not listed has none.

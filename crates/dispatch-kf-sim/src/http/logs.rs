@@ -8,10 +8,10 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
-use crate::apierror::ApiError;
 use crate::http::request::ApiReq;
-use crate::object::meta::{str_at, terminal};
-use crate::resources::{RESOURCES, id};
+use crate::plain::apierror::ApiError;
+use crate::plain::object::meta::{str_at, terminal};
+use crate::plain::resources::{RESOURCES, id};
 use crate::store::State;
 use crate::store::{Chunk, Event, EventType, Key};
 

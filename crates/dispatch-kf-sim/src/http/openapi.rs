@@ -1,7 +1,7 @@
 //! OpenAPI v3 as the apiserver serves it: an index at `/openapi/v3` naming one document
 //! per served group-version, and each document at `/openapi/v3/api/v1` or
 //! `/openapi/v3/apis/<group>/<version>`, with a path per resource and a schema per kind
-//! ([`crate::schema`]).
+//! ([`crate::plain::schema`]).
 //!
 //! kubectl reads these twice. `kubectl explain` finds the kind's schema by its
 //! `x-kubernetes-group-version-kind`. `kubectl apply` and `create` look for a
@@ -11,9 +11,9 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::resources::{RESOURCES, Resource};
-use crate::schema::Releases;
-use crate::schema::{self, Shape};
+use crate::plain::resources::{RESOURCES, Resource};
+use crate::plain::schema::Releases;
+use crate::plain::schema::{self, Shape};
 
 /// The OpenAPI document at `path` (`/openapi/v3...`), or `None` (then 404).
 pub(crate) fn document(

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::apierror::ApiError;
 use crate::http::request::ApiReq;
-use crate::object::meta::str_at;
-use crate::resources::{RESOURCES, ResId};
-use crate::selector::Selector;
+use crate::plain::apierror::ApiError;
+use crate::plain::object::meta::str_at;
+use crate::plain::resources::{RESOURCES, ResId};
+use crate::plain::selector::Selector;
 use crate::store::Key;
 use crate::store::State;
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::resources::{self, ResId};
+use crate::plain::resources::{self, ResId};
 
 /// A resource request, after routing.
 #[derive(Debug, Clone, PartialEq, Eq)]

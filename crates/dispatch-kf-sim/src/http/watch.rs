@@ -10,10 +10,10 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
 
-use crate::apierror::ApiError;
 use crate::http::read::{Selection, partial, wants_metadata};
 use crate::http::request::ApiReq;
-use crate::resources::RESOURCES;
+use crate::plain::apierror::ApiError;
+use crate::plain::resources::RESOURCES;
 use crate::store::State;
 use crate::store::{Event, EventType};
 

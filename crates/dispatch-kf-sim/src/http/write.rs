@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::apierror::ApiError;
-use crate::auth::Access;
 use crate::http::request::ApiReq;
-use crate::patch;
+use crate::plain::apierror::ApiError;
+use crate::plain::auth::Access;
+use crate::plain::patch;
+use crate::plain::resources::RESOURCES;
+use crate::plain::schema::Validation;
 use crate::registry::{self, WriteOptions};
-use crate::resources::RESOURCES;
-use crate::schema::Validation;
 use crate::store::Key;
 use crate::store::State;
 

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::resources::Resource;
+use crate::plain::resources::Resource;
 
 /// A failed request, rendered as a `metav1.Status`.
 #[derive(Debug, Clone, PartialEq)]

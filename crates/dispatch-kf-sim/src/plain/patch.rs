@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::apierror::ApiError;
+use crate::plain::apierror::ApiError;
 
 /// Applies an RFC 7386 merge patch in place.
 pub(crate) fn merge(target: &mut Value, patch: &Value) {

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::apierror::ApiError;
+use crate::plain::apierror::ApiError;
 
 /// One requirement of a selector.
 #[derive(Debug, Clone, PartialEq, Eq)]

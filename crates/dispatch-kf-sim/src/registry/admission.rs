@@ -6,13 +6,13 @@
 
 use serde_json::{Value, json};
 
-use crate::apierror::{ApiError, Cause};
-use crate::object::keys::{
+use crate::plain::apierror::{ApiError, Cause};
+use crate::plain::object::keys::{
     GATED_BY, KUEUE_GROUP_VERSION, QUEUE_NAME, TRAINER_CONTROLLER, runtime_supported,
     unsupported_runtime,
 };
-use crate::object::meta::{str_at, suspended};
-use crate::resources::{Resource, id};
+use crate::plain::object::meta::{str_at, suspended};
+use crate::plain::resources::{Resource, id};
 use crate::store::Key;
 use crate::store::State;
 

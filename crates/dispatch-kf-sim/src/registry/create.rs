@@ -5,10 +5,10 @@
 use serde_json::{Value, json};
 
 use super::{WriteOptions, check_fields, record_and_put, stamp};
-use crate::apierror::ApiError;
-use crate::object::meta::str_at;
+use crate::plain::apierror::ApiError;
+use crate::plain::object::meta::str_at;
+use crate::plain::resources::{RESOURCES, ResId, Resource, id};
 use crate::registry::admission;
-use crate::resources::{RESOURCES, ResId, Resource, id};
 use crate::store::{Key, State};
 
 /// Creates `obj` (a JSON object with a `metadata` object) in namespace `ns`.

@@ -6,9 +6,9 @@
 use jiff::SignedDuration;
 use serde_json::{Value, json};
 
-use crate::apierror::ApiError;
-use crate::object::meta::{deleting, finalizers, str_at, terminal, uid};
-use crate::resources::{RESOURCES, Resource};
+use crate::plain::apierror::ApiError;
+use crate::plain::object::meta::{deleting, finalizers, str_at, terminal, uid};
+use crate::plain::resources::{RESOURCES, Resource};
 use crate::store::{Key, State, fmt_time};
 
 /// Propagation policy of a delete.

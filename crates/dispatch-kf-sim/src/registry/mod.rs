@@ -22,11 +22,11 @@ pub(crate) use self::create::create;
 pub use self::delete::Propagation;
 pub(crate) use self::delete::{DeleteOptions, Deleted, delete, remove_finalizer};
 pub(crate) use self::update::{WriteOptions, commit, write};
-use crate::apierror::ApiError;
-use crate::managed;
-use crate::object::meta::str_at;
-use crate::resources::{RESOURCES, ResId, Resource};
-use crate::schema::{self, Validation};
+use crate::plain::apierror::ApiError;
+use crate::plain::managed;
+use crate::plain::object::meta::str_at;
+use crate::plain::resources::{RESOURCES, ResId, Resource};
+use crate::plain::schema::{self, Validation};
 use crate::store::{Key, State};
 
 /// Fills the metadata the apiserver owns on a new object: `apiVersion`, `kind`, the

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{bump_generation, check_fields, delete, record_and_put};
-use crate::apierror::ApiError;
-use crate::object::meta::{deleting, finalizers, str_at};
+use crate::plain::apierror::ApiError;
+use crate::plain::object::meta::{deleting, finalizers, str_at};
+use crate::plain::resources::{RESOURCES, Resource};
+use crate::plain::schema::Validation;
 use crate::registry::admission;
-use crate::resources::{RESOURCES, Resource};
-use crate::schema::Validation;
 use crate::store::{Key, State};
 
 /// What a write request's query asks of it, as `CreateOptions`, `UpdateOptions` and

@@ -6,9 +6,9 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use super::Key;
-use crate::object::keys::gpus;
-use crate::object::meta::{deleting, labels, owner_uids, str_at, uid};
-use crate::resources::{self, ResId};
+use crate::plain::object::keys::gpus;
+use crate::plain::object::meta::{deleting, labels, owner_uids, str_at, uid};
+use crate::plain::resources::{self, ResId};
 
 /// Secondary indexes over the store's objects.
 pub(crate) struct Indexes {

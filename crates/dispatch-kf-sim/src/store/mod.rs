@@ -18,8 +18,8 @@ pub(crate) use self::index::Indexes;
 pub(crate) use self::queues::WorkQueues;
 pub use self::state::RequestRecord;
 pub(crate) use self::state::{Chunk, State, fmt_time};
-use crate::resources::ResId;
-use crate::selector::Selector;
+use crate::plain::resources::ResId;
+use crate::plain::selector::Selector;
 
 /// Where an object lives. Keys are ordered as the apiserver's storage orders them: by
 /// resource, then by `<namespace>/<name>` byte by byte (a cluster-scoped object's is
@@ -265,7 +265,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::id;
+    use crate::plain::resources::id;
 
     fn pod(ns: &str, name: &str, labels: Value) -> Value {
         json!({"metadata": {"name": name, "namespace": ns, "uid": format!("{ns}-{name}"), "labels": labels}})

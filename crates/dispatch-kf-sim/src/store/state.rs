@@ -7,9 +7,9 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::{Key, Store, WorkQueues};
-use crate::auth::Identity;
-use crate::faults::Slot;
-use crate::schema::Releases;
+use crate::plain::auth::Identity;
+use crate::plain::faults::Slot;
+use crate::plain::schema::Releases;
 
 /// One request as the server saw it, for tests to read back.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,9 +1,9 @@
-//! The names the sim's parts share: the GPU resource and how many a pod asks for, the
-//! labels and annotations of Kueue, the Trainer's `managedBy` value and the runtime
+//! The names the sim's parts share: the GPU resource and how many a pod or a Workload
+//! asks for, the labels JobSet puts on its Jobs, the labels and annotations of Kueue, the Trainer's `managedBy` value and the runtime
 //! kinds it registers. Admission, the store's indexes and the controllers read them
 //! here, so none of them reaches into another for a constant.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The GPU extended resource.
 pub(crate) const GPU: &str = "nvidia.com/gpu";
@@ -29,6 +29,24 @@ pub(crate) fn gpus(pod: &Value) -> i64 {
         })
         .sum()
 }
+
+/// GPUs a Workload asks for: each pod set's pods' GPUs times its count.
+pub(crate) fn workload_gpus(wl: &Value) -> i64 {
+    wl.pointer("/spec/podSets")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|ps| {
+            let pod = json!({"spec": ps["template"]["spec"]});
+            gpus(&pod) * ps["count"].as_i64().unwrap_or(1)
+        })
+        .sum()
+}
+
+/// The label and annotation of a JobSet's Job with the JobSet's restart attempt.
+pub(crate) const RESTART_ATTEMPT: &str = "jobset.sigs.k8s.io/restart-attempt";
+/// The label and annotation of a JobSet's Job with its replicated job's name.
+pub(crate) const REPLICATED_JOB_NAME: &str = "jobset.sigs.k8s.io/replicatedjob-name";
 
 /// The label that puts a job under Kueue.
 pub(crate) const QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";

@@ -5,14 +5,21 @@
 //! Backend cannot: whether a verdict of a passing fault (a gate down) outlives it.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dispatch_core::{
-    Backend, CessationSignal, Error, JobId, Kind, ObjectRef, Refinement, Result, StartRequest,
+    Backend, CallContext, CessationSignal, Error, JobId, Kind, ObjectRef, Refinement, Result,
+    StartRequest,
 };
 use dispatch_kf::KubeflowBackend;
 
-use crate::supervisor::cx;
+/// How long a call may take.
+pub(crate) const CALL: Duration = Duration::from_secs(60);
+
+/// A context with the supervisor's deadline.
+pub(crate) fn cx() -> CallContext {
+    CallContext::with_deadline(Instant::now() + CALL)
+}
 
 /// What the command's calls need: the executable, its settings (naming a kubeconfig
 /// through the run's proxy) and a cache folder of its own, as one user's machine has.

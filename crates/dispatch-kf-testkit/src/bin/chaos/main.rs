@@ -111,7 +111,7 @@ async fn run(args: Args) -> report::Report {
     let (proxy, through) = Proxy::in_front_of(&config).await;
     let command = command(&args, &through);
     let cluster = Cluster::from_kube_config(through, Duration::from_secs(30)).expect("a client");
-    let backend = KubeflowBackend::with_cluster(settings(args.kueue), cluster, &supervisor::cx())
+    let backend = KubeflowBackend::with_cluster(settings(args.kueue), cluster, &driver::cx())
         .await
         .expect("Factory");
     let driver = |n: u32| {
@@ -169,8 +169,7 @@ async fn sweep_probes(
     }
     let cluster = Cluster::from_kube_config(kube_config(args).await, Duration::from_secs(30))
         .expect("a client");
-    let probing =
-        KubeflowBackend::with_cluster(settings(args.kueue), cluster, &supervisor::cx()).await;
+    let probing = KubeflowBackend::with_cluster(settings(args.kueue), cluster, &driver::cx()).await;
     if let Err(e) = probing {
         log.violation(format!("the final Factory, which sweeps abandoned probes, failed: {e}"));
     }
@@ -187,7 +186,7 @@ async fn sweep_probes(
     }
     for job in left.keys() {
         let job = dispatch_core::JobId::parse(job).expect("a probe's job id");
-        if let Err(e) = dispatch_core::Backend::stop_job(backend, &supervisor::cx(), &job).await {
+        if let Err(e) = dispatch_core::Backend::stop_job(backend, &driver::cx(), &job).await {
             log.violation(format!("StopJob of the probe {job}: {e}"));
         }
     }

@@ -1,4 +1,4 @@
-//! One job's supervisor, as the reference pages' supervisor drives a Backend: a Watch of
+//! One job's supervisor, as dispatch's supervisor drives a Backend: a Watch of
 //! its job open throughout; Start a submission, Open it, and look at what the Watch
 //! last said every second (and Find every tenth look); now and then Hold and Release
 //! it, or Stop it; when it ends (the first Ended the Watch sent), after a node loss
@@ -16,18 +16,11 @@ use dispatch_kf::KubeflowBackend;
 use futures::StreamExt;
 use serde_json::json;
 
-use crate::driver::Driver;
+use crate::driver::{CALL, Driver};
 use crate::report::{Ended, Log};
 
-/// How long a call may take.
-const CALL: Duration = Duration::from_secs(60);
 /// How long a submission may take to run before the supervisor gives up on it.
 const PATIENCE: Duration = Duration::from_secs(240);
-
-/// A context with the supervisor's deadline.
-pub(crate) fn cx() -> CallContext {
-    CallContext::with_deadline(Instant::now() + CALL)
-}
 
 /// Job `n` of the run.
 pub(crate) fn job(n: u32) -> JobId {
