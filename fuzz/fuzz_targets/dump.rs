@@ -11,7 +11,8 @@
 
 #![no_main]
 
-use dispatch_kf_model::{ClassifyOptions, Mode, answer, classify, dump};
+use dispatch_kf_model::{ClassifyOptions, Mode, classify, dump};
+use dispatch_kf_model::internal::answer;
 use jiff::Timestamp;
 use libfuzzer_sys::fuzz_target;
 

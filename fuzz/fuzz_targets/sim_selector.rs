@@ -4,7 +4,7 @@
 //! Invariants: nothing panics (a malformed selector is a 400 BadRequest, never a crash),
 //! and a selector that parses can be matched against objects with and without labels.
 //! The empty selector matches everything. The sim's path and query routing is
-//! crate-private and not fuzzed here (docs/fuzzing.md says why).
+//! crate-private and not fuzzed here (docs/dev/fuzzing.md says why).
 
 #![no_main]
 

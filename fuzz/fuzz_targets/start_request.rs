@@ -18,7 +18,8 @@ use std::sync::LazyLock;
 
 use dispatch_core::{Kind, StartRequest};
 use dispatch_kf_model::TokenSuffix;
-use dispatch_kf_model::{Mode, Purpose, Settings, SourceRuntime, names, read_request, readback};
+use dispatch_kf_model::{Mode, Purpose, Settings, SourceRuntime, names, read_request};
+use dispatch_kf_model::internal::readback;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

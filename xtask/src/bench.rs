@@ -1,7 +1,7 @@
 //! `cargo xtask bench cli` times every command on `sim serve` (`bench/cli.rs`).
 //!
 //! `cargo xtask bench scale` runs the scale benchmark of the testkit (one Backend, M
-//! other TrainJobs, N watched jobs; docs/benchmarks.md); with `--stack NAME`, on the
+//! other TrainJobs, N watched jobs; docs/dev/benchmarks.md); with `--stack NAME`, on the
 //! real control plane of that stack, started for it and stopped after.
 //!
 //! `cargo xtask bench job` runs one big job on the real control plane, and `cargo xtask
@@ -16,7 +16,7 @@
 //! `baseline skim`), the floor for any reader, and the parse into a `serde_json::Value`
 //! (`baseline value`), what a generic JSON tool does. It prints, for each dump and
 //! size, the time of each, classify's ratio to both, its growth from 1x, and its peak
-//! memory over the file's size, then fails listing each bar missed (docs/benchmarks.md):
+//! memory over the file's size, then fails listing each bar missed (docs/dev/benchmarks.md):
 //! each dump has its own bars on the ratio to the skim, to the `Value` parse and on
 //! memory.
 //!
@@ -70,8 +70,8 @@ struct Dump {
 }
 
 /// The heavy dump is held to the bars asked of classification; the lean one to bars
-/// that hold with margin above the floor docs/benchmarks.md measures
-/// (docs/benchmarks.md#the-floor-of-the-lean-dump).
+/// that hold with margin above the floor docs/dev/benchmarks.md measures
+/// (docs/dev/benchmarks.md#the-floor-of-the-lean-dump).
 const DUMPS: [Dump; 2] = [
     Dump {
         name: "lean",

@@ -1,6 +1,6 @@
 //! `cargo xtask chaos [--stack NAME] [--mode plain|kueue|both] [--seconds S] [--seed N]
 //! [--jobs J]`: random faults on the real control plane, checked by an observer the
-//! adapter does not control (docs/chaos.md). For each mode it starts the control plane
+//! adapter does not control (docs/dev/chaos.md). For each mode it starts the control plane
 //! (eight kwok nodes of eight GPUs; in Kueue mode two gate replicas electing a leader),
 //! runs the harness (`crates/dispatch-kf-testkit/src/bin/chaos`) with this executable
 //! for the process faults, keeps its report in `target/chaos/<stack>-<mode>.txt`, and

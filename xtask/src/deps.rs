@@ -6,7 +6,8 @@
 //!   `cargo tree` (tokio, kube, hyper and the rest of `tidy::FORBIDDEN_IN_PURE`), which
 //!   `tidy.rs` checks only in the two manifests, not through their dependencies;
 //! - every library crate packages (`cargo package --no-verify`: verifying would build
-//!   each from its tarball, minutes rather than a second) with its README.
+//!   each from its tarball, minutes rather than a second) with its README, and every
+//!   other crate is marked `publish = false`.
 //!
 //! Both run cargo offline: the lock file is the workspace's, trimmed by cargo, so every
 //! version is already in the registry cache.
@@ -131,6 +132,27 @@ fn every_library_crate_packages_with_its_readme() {
             std::fs::read_to_string(root.join("crates").join(krate).join("Cargo.toml")).unwrap();
         assert!(manifest.contains("readme = \"README.md\""), "{krate}: readme = \"README.md\"");
     }
+}
+
+#[test]
+fn every_crate_is_a_library_or_not_published() {
+    let crates = project_root().join("crates");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&crates).unwrap().map(Result::unwrap) {
+        let Ok(manifest) = std::fs::read_to_string(entry.path().join("Cargo.toml")) else {
+            continue;
+        };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let unpublished = manifest.lines().any(|l| l.trim() == "publish = false");
+        if LIBRARIES.contains(&name.as_str()) == unpublished {
+            found.push(name);
+        }
+    }
+    found.sort();
+    assert!(
+        found.is_empty(),
+        "a crate is either one of LIBRARIES (packaged, above) or `publish = false`: {found:?}"
+    );
 }
 
 /// The files a crate's code names in `include_str!` or `include_bytes!`, relative to

@@ -1,7 +1,9 @@
 //! `cargo xtask dist [--target TRIPLE]...`: the release archives of the kubectl plugin
 //! and its krew manifest (docs/install.md).
 //!
-//! For each target (default: the host's), a release build of `kubectl-dispatch`, packed
+//! For each target (default: the host's), a build of `kubectl-dispatch` with the release
+//! profile, stripped, and without the simulated cluster (the CLI crate's default
+//! feature `sim`: `demo` and `sim serve` are the command's, not the plugin's), packed
 //! as `target/dist/kubectl-dispatch-v<version>-<target>.tar.gz` holding the binary and
 //! `LICENSE` at its top level; then `target/dist/dispatch.yaml`, the krew manifest of
 //! `plugins/dispatch.yaml` with each built archive's SHA-256 and only the platforms
@@ -17,6 +19,10 @@ use crate::run::{self, project_root, target_dir};
 
 /// The binary kubectl runs as `kubectl dispatch`, as `crates/dispatch-kf-cli` names it.
 pub(crate) const BINARY: &str = "kubectl-dispatch";
+
+/// The cargo profile the plugin is built with: the release profile, stripped
+/// (`Cargo.toml`).
+pub(crate) const PROFILE: &str = "shipped";
 
 /// What each archive holds, at its top level.
 pub(crate) const ARCHIVE_ENTRIES: [&str; 2] = [BINARY, "LICENSE"];
@@ -186,16 +192,18 @@ pub(crate) fn run(args: &[String]) -> run::Result {
             platform.ok_or_else(|| format!("{target} is not a platform of {MANIFEST}"))?;
         run::cargo(&[
             "build",
-            "--release",
+            "--profile",
+            PROFILE,
             "--locked",
             "-p",
             "dispatch-kf-cli",
             "--bin",
             BINARY,
+            "--no-default-features",
             "--target",
             target,
         ])?;
-        let binary: PathBuf = target_dir().join(target).join("release").join(BINARY);
+        let binary: PathBuf = target_dir().join(target).join(PROFILE).join(BINARY);
         let archive = dist.join(archive_name(&version, target));
         pack(&binary, &archive)?;
         let sha = sha256(&archive)?;

@@ -1,6 +1,6 @@
 //! `cargo xtask e2e --kubeconfig FILE`: the end-to-end suite
 //! (`crates/dispatch-kf/tests/e2e.rs`) against a real cluster instead of the simulated
-//! one. The kubeconfig is the suite's only cluster-specific input; see `docs/e2e.md`.
+//! one. The kubeconfig is the suite's only cluster-specific input; see `docs/dev/e2e.md`.
 //!
 //! `cargo xtask e2e --real [--stack NAME]`: the suite on the real control plane of
 //! `cargo xtask cluster` at one stack's versions (`current` by default), twice: on

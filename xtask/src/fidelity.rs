@@ -2,7 +2,7 @@
 //! control plane, each scenario recording how it ended (`DISPATCH_KF_E2E_RECORD`), then
 //! a table, side by side, of what the adapter reported and the conditions each object
 //! carried. A difference is a place where the sim is not the real thing
-//! (docs/sim.md, "Fidelity").
+//! (docs/dev/sim.md, "Fidelity").
 //!
 //! `cargo xtask fidelity --stack NAME` takes the real control plane at that stack's
 //! versions (`current` by default); `cargo xtask fidelity --compare` prints the table

@@ -1,5 +1,5 @@
 //! `cargo xtask fuzz [SECONDS]`: every `cargo fuzz` target of `fuzz/`, briefly
-//! (`docs/fuzzing.md`).
+//! (`docs/dev/fuzzing.md`).
 //!
 //! Each target runs for SECONDS (30 by default, libFuzzer's `-max_total_time`), one job,
 //! one target after another, on nightly, from `fuzz/`. The committed seeds

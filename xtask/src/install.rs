@@ -12,18 +12,24 @@ use crate::run;
 /// The crate whose binaries are installed, from the project root.
 const CLI: &str = "crates/dispatch-kf-cli";
 
-/// The binaries it installs.
-pub(crate) const BINARIES: [&str; 2] = ["dispatch-kf", "kubectl-dispatch"];
+/// The binaries it installs, each with the features it is built with: the command with
+/// all of them, the kubectl plugin without the simulated cluster (`demo` and `sim
+/// serve` are the command's), as `cargo xtask dist` ships it.
+pub(crate) const BINARIES: [(&str, &[&str]); 2] =
+    [("dispatch-kf", &[]), ("kubectl-dispatch", &["--no-default-features"])];
 
-/// The `cargo install` arguments: both binaries of the CLI crate, from the lock file;
+/// The `cargo install` arguments of each binary of the CLI crate, from the lock file;
 /// extra arguments (`--root DIR`, `--debug`) go to cargo.
-fn arguments(extra: &[String]) -> Vec<&str> {
-    let mut args = vec!["install", "--path", CLI, "--locked"];
-    for binary in BINARIES {
-        args.extend(["--bin", binary]);
-    }
-    args.extend(extra.iter().map(String::as_str));
-    args
+fn arguments(extra: &[String]) -> Vec<Vec<&str>> {
+    BINARIES
+        .iter()
+        .map(|(binary, features)| {
+            let mut args = vec!["install", "--path", CLI, "--locked", "--bin", binary];
+            args.extend(features.iter().copied());
+            args.extend(extra.iter().map(String::as_str));
+            args
+        })
+        .collect()
 }
 
 /// Where each shell's completion script goes, under the install root: the folders
@@ -54,10 +60,12 @@ fn root(extra: &[String], env: impl Fn(&str) -> Option<String>) -> PathBuf {
 
 /// Runs `cargo install`, writes the completions and man pages, then says how to check it.
 pub(crate) fn run(extra: &[String]) -> run::Result {
-    run::cargo(&arguments(extra))?;
+    for args in arguments(extra) {
+        run::cargo(&args)?;
+    }
     eprintln!(
         "xtask: installed {}; try `dispatch-kf demo` or `kubectl dispatch --help`",
-        BINARIES.join(" and ")
+        BINARIES.map(|(binary, _)| binary).join(" and ")
     );
     shell_files(&root(extra, |k| std::env::var(k).ok()))
 }
@@ -99,21 +107,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn installs_both_binaries_of_the_cli_crate_from_the_lock_file() {
+    fn installs_both_binaries_of_the_cli_crate_from_the_lock_file_the_plugin_without_the_sim() {
         let extra = vec!["--root".to_owned(), "/tmp/x".to_owned()];
+        let command = ["install", "--path", "crates/dispatch-kf-cli", "--locked", "--bin"];
         assert_eq!(
             arguments(&extra),
             [
-                "install",
-                "--path",
-                "crates/dispatch-kf-cli",
-                "--locked",
-                "--bin",
-                "dispatch-kf",
-                "--bin",
-                "kubectl-dispatch",
-                "--root",
-                "/tmp/x"
+                [&command[..], &["dispatch-kf", "--root", "/tmp/x"]].concat(),
+                [&command[..], &["kubectl-dispatch", "--no-default-features", "--root", "/tmp/x"]]
+                    .concat(),
             ]
         );
     }
@@ -136,7 +138,7 @@ mod tests {
     fn the_cli_crate_declares_both_binaries() {
         let manifest =
             std::fs::read_to_string(run::project_root().join(CLI).join("Cargo.toml")).unwrap();
-        for binary in BINARIES {
+        for (binary, _) in BINARIES {
             assert!(manifest.contains(&format!("name = \"{binary}\"")), "{binary}");
         }
     }

@@ -8,29 +8,29 @@
 //!   `cargo xtask bench cli`: every command on `sim serve`; `cargo xtask bench job` and
 //!   `bench many-jobs`: one big job, and many TrainJobs, on the real control plane beside
 //!   kubectl; `cargo xtask bench gate`: the readmission gate under load beside Kueue
-//!   alone; `cargo xtask bench scale`: one Backend among many jobs (docs/benchmarks.md).
+//!   alone; `cargo xtask bench scale`: one Backend among many jobs (docs/dev/benchmarks.md).
 //! - `cargo xtask e2e --kubeconfig FILE | --real [--stack NAME]`: the end-to-end suite
 //!   against a real cluster, or on the real control plane of `cargo xtask cluster` in
 //!   both modes.
 //! - `cargo xtask cluster up|gate|down|build|kill|freeze|thaw|restart`: the real control
-//!   plane at one stack's versions, and faults of its processes (docs/real-cluster.md).
+//!   plane at one stack's versions, and faults of its processes (docs/dev/real-cluster.md).
 //! - `cargo xtask chaos [--stack NAME] [--mode M] [--seconds S] [--seed N] [--jobs J]`:
 //!   random faults on the real control plane under a supervisor's load, checked by an
-//!   observer of its own (docs/chaos.md).
+//!   observer of its own (docs/dev/chaos.md).
 //! - `cargo xtask matrix [--stack A,B]`: the suite on every stack in both modes, written
 //!   into docs/compatibility.md.
 //! - `cargo xtask fidelity`: the suite on the sim and on the real control plane, side by side.
 //! - `cargo xtask fixtures cluster [--stack NAME]`: keeps those real dumps as
 //!   `fixtures/dumps/cluster-<stack>-<scenario>.json`.
 //! - `cargo xtask soak [JOBS] [SEED]`: one Backend through 200 jobs under random faults
-//!   on the sim, its invariants checked after every step (docs/benchmarks.md).
+//!   on the sim, its invariants checked after every step (docs/dev/benchmarks.md).
 //! - `cargo xtask dist [--target TRIPLE]...`: the kubectl plugin's release archives and
 //!   their krew manifest (`plugins/dispatch.yaml`), in `target/dist/`.
 //! - `cargo xtask python [--release | --test]`: the Python package's wheel, in `target/wheels/`;
 //!   `test` runs its tests when Python 3 is there (docs/python.md).
 //! - `cargo xtask install`: installs `dispatch-kf` and the kubectl plugin `kubectl-dispatch`.
 //! - `cargo xtask fuzz [SECONDS]`: every `cargo fuzz` target of `fuzz/` briefly, on
-//!   nightly; not part of `test` or `ci` (docs/fuzzing.md).
+//!   nightly; not part of `test` or `ci` (docs/dev/fuzzing.md).
 //!
 //! `tidy.rs` holds checks on the codebase itself, and `deps.rs` checks of the library
 //! crates as an outside crate depends on them, both run as tests.
@@ -75,15 +75,15 @@ const USAGE: &str =
                    requests, bytes, latency and CPU, watch requests, memory per watched
                    job; on the sim, a cluster, or the real control plane of a stack
   e2e --kubeconfig FILE | --real [--stack NAME]
-                   run the end-to-end suite against a real cluster (docs/e2e.md), or on
-                   the real control plane in both modes (docs/real-cluster.md)
+                   run the end-to-end suite against a real cluster (docs/dev/e2e.md), or on
+                   the real control plane in both modes (docs/dev/real-cluster.md)
   cluster up [--stack NAME] [--kueue] [--nodes N] [--gpus G] [--kubeconfig-out FILE]
         | gate | down | build [--stack NAME] | kill|freeze|thaw|restart PROCESS
                    the real control plane on localhost, built from upstream's Go modules
                    at one stack's versions (default current; docs/compatibility.md)
   chaos [--stack NAME] [--mode plain|kueue|both] [--seconds S] [--seed N] [--jobs J]
                    random faults on the real control plane (default: current, both
-                   modes, 120 s, seed 1, 20 jobs), checked by an observer; docs/chaos.md
+                   modes, 120 s, seed 1, 20 jobs), checked by an observer; docs/dev/chaos.md
   matrix [--stack NAME,NAME...] | --docs-only
                    the e2e suite on each supported stack (or those named) in both modes,
                    recorded in docs/compatibility.json and written to docs/compatibility.md
@@ -147,7 +147,8 @@ fn test(extra: &[String]) -> run::Result {
     python::test()
 }
 
-/// What CI checks beyond the tests: formatting, lints and docs; with `--real`, then the
+/// What CI checks beyond the tests: formatting, lints (of the command also without its
+/// feature `sim`, as the kubectl plugin is shipped) and docs; with `--real`, then the
 /// end-to-end suite on the real control plane in both modes (`cargo xtask e2e --real`)
 /// and a short chaos run in both modes (`cargo xtask chaos`, a minute each).
 fn ci(args: &[String]) -> run::Result {
@@ -158,6 +159,9 @@ fn ci(args: &[String]) -> run::Result {
     };
     run::cargo(&["fmt", "--all", "--check"])?;
     run::cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"])?;
+    // The command as the kubectl plugin is shipped: without the simulated cluster.
+    let lean = ["-p", "dispatch-kf-cli", "--bins", "--no-default-features", "--locked"];
+    run::cargo(&[&["clippy"][..], &lean, &["--", "-D", "warnings"]].concat())?;
     run::cargo_env(
         &["doc", "--workspace", "--no-deps", "--locked"],
         &[("RUSTDOCFLAGS", "-D warnings")],

@@ -21,10 +21,12 @@
 //! - every `docs/<page>.md` or `docs/<page>.md#<anchor>` a `.rs` file cites names a page
 //!   of `docs/` and, with an anchor, one of that page's headings as GitHub slugs it.
 //! - every test a page cites exists (`cited_tests`);
-//! - no two files import each other (`import_circles`).
+//! - no two files import each other (`import_circles`);
+//! - every link of a page leads to a file and, with an anchor, a heading (`page_links`).
 
 mod cited_tests;
 mod import_circles;
+mod page_links;
 
 use std::collections::HashMap;
 use std::fs;
@@ -198,7 +200,8 @@ struct Citation<'a> {
     line: usize,
     /// The citation as written, `<dir><page><ext>` and any `#<anchor>`.
     text: &'a str,
-    /// The page's name, a run of lower-case letters, digits and `-`.
+    /// The page's name, a run of lower-case letters, digits, `-` and `/` (a page of a
+    /// folder, `dev/sim`).
     page: &'a str,
     /// What follows a `#` right after the extension: letters, digits, `-` and `_`.
     anchor: Option<&'a str>,
@@ -207,8 +210,8 @@ struct Citation<'a> {
 /// Every citation `<dir><page><ext>` in `text`. With `whole`, only those where `dir`
 /// starts a path: not right after a letter, digit, `_`, `-`, `.` or `/`.
 fn citations<'a>(text: &'a str, dir: &str, ext: &str, whole: bool) -> Vec<Citation<'a>> {
-    let in_name = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
-    let in_anchor = |c: char| in_name(c) || c == '_';
+    let in_name = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '/';
+    let in_anchor = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_".contains(c);
     let mut found = Vec::new();
     for (index, line) in text.lines().enumerate() {
         for (start, _) in line.match_indices(dir) {
@@ -280,17 +283,30 @@ fn anchors(markdown: &str) -> Vec<String> {
     anchors
 }
 
+/// The lines of a markdown page outside fenced code, numbered from 1: where its prose,
+/// its links and its backticked names are.
+fn prose_lines(markdown: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut fenced = false;
+    markdown.lines().enumerate().filter_map(move |(index, line)| {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            return None;
+        }
+        (!fenced).then_some((index + 1, line))
+    })
+}
+
 /// A source file's path from the project's root, for messages.
 fn shown(path: &Path) -> String {
     path.strip_prefix(project_root()).unwrap_or(path).display().to_string()
 }
 
 /// The pages a reader is sent to: the repository's `README.md`, each crate's, and every
-/// page of `docs/`.
+/// page of `docs/` and of its maintainers' folder `docs/dev/`.
 fn markdown_pages() -> Vec<PathBuf> {
     let root = project_root();
     let mut pages = vec![root.join("README.md")];
-    for dir in [root.join("docs"), root.join("crates")] {
+    for dir in [root.join("docs"), root.join("docs/dev"), root.join("crates")] {
         for entry in fs::read_dir(&dir).unwrap().flatten() {
             let path = entry.path();
             if path.extension().is_some_and(|e| e == "md") {
@@ -438,6 +454,8 @@ fn citations_are_read_with_their_page_and_anchor() {
         (concat!("docs", "/start-gate-and-holds.md"), None)
     );
     assert!(citations(concat!("crates/x/", "docs", "/a.md"), "docs/", ".md", true).is_empty());
+    let in_folder = citations(concat!("(", "docs", "/dev/sim.md#code-map)"), "docs/", ".md", true);
+    assert_eq!((in_folder[0].page, in_folder[0].anchor), ("dev/sim", Some("code-map")));
 }
 
 /// Library source outside test code: not under `tests/`, not a `tests.rs`, and without

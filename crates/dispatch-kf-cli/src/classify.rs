@@ -8,7 +8,7 @@
 use std::io::Read;
 
 use dispatch_core::Error;
-use dispatch_kf_model::Shared;
+use dispatch_kf_model::view::Shared;
 use dispatch_kf_model::{ClassifyOptions, Detail, Mode, Snapshot, classify, dump};
 use jiff::Timestamp;
 

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::{classify, demo, explain, lifecycle, observe, output, preflight, render, shell, sim};
+use crate::{classify, explain, lifecycle, observe, output, preflight, render, shell};
+#[cfg(feature = "sim")]
+use crate::{demo, sim};
 
 /// Which binary is running: the help and usage name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +35,7 @@ impl Program {
     name = "dispatch-kf",
     version,
     propagate_version = true,
-    after_help = "Example:\n  dispatch-kf demo"
+    after_help = "Example:\n  dispatch-kf explain -A"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -44,6 +46,7 @@ struct Cli {
 enum Command {
     /// Run a job through a scenario on an embedded simulated cluster, narrating what
     /// the adapter reports at each step.
+    #[cfg(feature = "sim")]
     Demo(demo::Args),
     /// Print the runtime copy and the TrainJob that Start would create, or the refusal.
     Render(render::Args),
@@ -91,6 +94,7 @@ enum Command {
     /// Whether every Node of an object's current or last execution has ceased.
     Ceased(observe::CeasedArgs),
     /// The simulated cluster: `sim serve`.
+    #[cfg(feature = "sim")]
     #[command(
         after_help = "Example:\n  dispatch-kf sim serve --kubeconfig-out /tmp/sim.kubeconfig"
     )]
@@ -134,6 +138,7 @@ pub fn main(program: Program) -> ExitCode {
         Err(e) => e.exit(),
     };
     let result: dispatch_core::Result<()> = match cli.command {
+        #[cfg(feature = "sim")]
         Command::Demo(args) => demo::run(args, program.typed()),
         Command::Render(args) => render::run(args),
         Command::Classify(args) => classify::run(args),
@@ -152,6 +157,7 @@ pub fn main(program: Program) -> ExitCode {
         Command::Stop(args) => lifecycle::stop(args),
         Command::StopJob(args) => lifecycle::stop_job(args),
         Command::Ceased(args) => observe::ceased(args),
+        #[cfg(feature = "sim")]
         Command::Sim(args) => sim::run(args),
         Command::Completions(args) => shell::completions(args, command(Program::DispatchKf)),
         Command::Man(args) => shell::man(args, command(Program::DispatchKf)),
@@ -190,7 +196,7 @@ mod tests {
         let mut cmd = command(Program::KubectlPlugin);
         let help = cmd.render_help().to_string();
         assert!(help.contains("Usage: kubectl dispatch <COMMAND>"), "{help}");
-        assert!(help.contains("kubectl dispatch demo"), "{help}");
+        assert!(help.contains("kubectl dispatch explain -A"), "{help}");
         let mut subs = Vec::new();
         all(&cmd, String::new(), &mut subs);
         for (path, sub) in subs {

@@ -10,7 +10,9 @@
 mod classify;
 mod cli;
 mod connect;
+#[cfg(feature = "sim")]
 mod console;
+#[cfg(feature = "sim")]
 pub mod demo;
 mod explain;
 mod lifecycle;
@@ -23,6 +25,7 @@ mod private_file;
 mod render;
 mod settings;
 mod shell;
+#[cfg(feature = "sim")]
 mod sim;
 mod table;
 

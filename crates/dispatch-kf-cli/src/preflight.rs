@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use dispatch_core::{Backend, Capability, Error, JobSpec, Result, Support};
-use dispatch_kf_model::capabilities::Writability;
+use dispatch_kf_model::internal::capabilities::Writability;
 use serde_json::json;
 
 use crate::connect::{ClusterArgs, DEFAULT_TIMEOUT, Need, block_on};

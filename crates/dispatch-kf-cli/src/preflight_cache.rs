@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use dispatch_kf::{Preflight, Reads};
 use dispatch_kf_client::{Identity, NodeReads};
 use dispatch_kf_model::Settings;
-use dispatch_kf_model::capabilities::{self, PreflightFacts};
+use dispatch_kf_model::internal::capabilities::{self, PreflightFacts};
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -143,7 +143,7 @@ impl Cache {
 mod tests {
     use super::*;
     use dispatch_kf_model::Mode;
-    use dispatch_kf_model::capabilities::Writability;
+    use dispatch_kf_model::internal::capabilities::Writability;
 
     /// Neither Nodes nor Jobs readable.
     const NO_READS: Reads = Reads { nodes: NodeReads::No, jobs: false };

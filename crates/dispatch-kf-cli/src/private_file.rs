@@ -98,6 +98,7 @@ pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), NotWritten> {
 /// (the kernel's `O_NOFOLLOW`), so a link planted in a shared folder cannot make the
 /// command write elsewhere. For a file the user names, in a folder that is not ours to
 /// change (`sim serve --kubeconfig-out /tmp/...`).
+#[cfg(any(feature = "sim", test))]
 pub(crate) fn write_own(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let no_follow = i32::try_from(rustix::fs::OFlags::NOFOLLOW.bits()).unwrap_or(0);
     let mut file = OpenOptions::new()

@@ -7,8 +7,9 @@
 
 use dispatch_core::Error;
 use dispatch_kf_model::TokenSuffix;
+use dispatch_kf_model::internal::probe;
 use dispatch_kf_model::read_request;
-use dispatch_kf_model::{Purpose, Settings, SourceRuntime, probe, render};
+use dispatch_kf_model::{Purpose, Settings, SourceRuntime, render};
 
 use crate::output::{self, Format};
 

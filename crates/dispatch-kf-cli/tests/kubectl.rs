@@ -1,7 +1,7 @@
 //! kubectl against `dispatch-kf sim serve` behaves as against a real cluster (issue
 //! 19): HTTPS with the kubeconfig's CA and token, anonymous requests refused, `apply`
 //! validated on the server against the TrainJob's schema, and `explain` reading the
-//! schema from `/openapi/v3`. docs/sim.md#fields-and-openapi names these tests.
+//! schema from `/openapi/v3`. docs/dev/sim.md#fields-and-openapi names these tests.
 
 mod common;
 

@@ -13,8 +13,8 @@ mod common;
 
 use std::process::Command;
 
-use dispatch_kf_model::kueue::KUEUE_DOES_NOT_GATE;
-use dispatch_kf_model::served::TRAINER_WITHOUT_RUNTIME_PATCHES;
+use dispatch_kf_model::internal::kueue::KUEUE_DOES_NOT_GATE;
+use dispatch_kf_model::internal::served::TRAINER_WITHOUT_RUNTIME_PATCHES;
 use serde_json::{Value, json};
 
 const JOB: &str = "01JDQ4V8Z6K3M0B7X2N5R9T1CE";

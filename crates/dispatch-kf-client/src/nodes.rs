@@ -48,11 +48,11 @@ impl Cluster {
     /// when `get` is granted).
     pub async fn node_reads(&self, cx: &CallContext, namespace: &str) -> Result<NodeReads> {
         let get = Permission { verb: "get", resource: NODE, subresource: "" };
-        if !self.may(cx, namespace, &get).await? {
+        if !self.can_i(cx, namespace, &get).await? {
             return Ok(NodeReads::No);
         }
         let list = Permission { verb: "list", ..get };
-        Ok(match self.may(cx, namespace, &list).await? {
+        Ok(match self.can_i(cx, namespace, &list).await? {
             true => NodeReads::Listed,
             false => NodeReads::EachByName,
         })

@@ -4,8 +4,8 @@
 //! eight tries in all.
 
 use dispatch_core::{CallContext, Error, Kind, Result};
-use dispatch_kf_model::answer::{self, Listed};
-use dispatch_kf_model::json;
+use dispatch_kf_model::internal::answer::{self, Listed};
+use dispatch_kf_model::internal::json;
 use dispatch_kf_model::view::View;
 use kube::api::{
     DeleteParams, DynamicObject, GetParams, ListParams, Patch, PatchParams, PostParams,
@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::cluster::{Cluster, Failed};
 use crate::error_map::{Case, RequestClass};
 use crate::resources::Resource;
-use dispatch_kf_model::gates::Edit;
+use dispatch_kf_model::internal::gates::Edit;
 
 /// A request as kube's builders make it, or why they could not.
 type Built = std::result::Result<http::Request<Vec<u8>>, kube::core::request::Error>;
@@ -63,7 +63,7 @@ pub enum Deleted {
 ///
 /// Whole objects travel as the model's JSON (`serde_json::Value`: what render makes,
 /// the gates edit and read-back compares); what classification reads comes as the
-/// model's views, read from the answer's bytes by [`dispatch_kf_model::answer`].
+/// model's views, read from the answer's bytes by [`dispatch_kf_model::internal::answer`].
 /// Either way an answer is decoded once, from its bytes.
 pub struct Objects<'a> {
     cluster: &'a Cluster,

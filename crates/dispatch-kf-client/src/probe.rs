@@ -73,7 +73,7 @@ impl Cluster {
 
     /// Whether the adapter's identity may do `permission` in `namespace`, answered by a
     /// SelfSubjectAccessReview (a create that changes nothing, so classified as a read).
-    pub async fn may(
+    pub async fn can_i(
         &self,
         cx: &CallContext,
         namespace: &str,

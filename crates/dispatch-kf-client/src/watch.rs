@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use dispatch_core::{Error, Result};
-use dispatch_kf_model::answer::Item;
+use dispatch_kf_model::internal::answer::Item;
 use dispatch_kf_model::view::View;
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -190,7 +190,7 @@ struct Watched<const METADATA: bool> {
 impl<'de, const METADATA: bool> Deserialize<'de> for Watched<METADATA> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         let item = Item::deserialize(d)?;
-        let of = |text: &dispatch_kf_model::Text| text.get().map(str::to_owned);
+        let of = |text: &dispatch_kf_model::view::Text| text.get().map(str::to_owned);
         let m = item.meta();
         let meta = ObjectMeta {
             name: of(&m.name),

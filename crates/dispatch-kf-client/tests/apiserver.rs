@@ -13,8 +13,8 @@ use dispatch_kf_client::{
     CONFLICT_TRIES, Change, Cluster, ClusterConfig, Created, Deleted, LIST_PAGE, LIST_RESTARTS,
     Permission,
 };
-use dispatch_kf_model::gates::Edit;
-use dispatch_kf_model::json::uid;
+use dispatch_kf_model::internal::gates::Edit;
+use dispatch_kf_model::internal::json::uid;
 use dispatch_kf_model::keys;
 use dispatch_kf_model::view::View;
 use dispatch_kf_sim::{Fault, FaultAction, Identity, Rule, Sim, SimOptions};
@@ -308,11 +308,11 @@ async fn access_reviews_answer_from_the_identity_rules() {
     let get_pods = Permission { verb: "get", resource: POD, subresource: "" };
     let get_nodes = Permission { verb: "get", resource: NODE, subresource: "" };
     let read_logs = Permission { verb: "get", resource: POD, subresource: "log" };
-    assert!(c.may(&cx(), NS, &get_pods).await.unwrap());
-    assert!(!c.may(&cx(), NS, &get_nodes).await.unwrap());
-    assert!(!c.may(&cx(), NS, &read_logs).await.unwrap());
+    assert!(c.can_i(&cx(), NS, &get_pods).await.unwrap());
+    assert!(!c.can_i(&cx(), NS, &get_nodes).await.unwrap());
+    assert!(!c.can_i(&cx(), NS, &read_logs).await.unwrap());
     let create_jobs = Permission { verb: "create", resource: TRAIN_JOB, subresource: "" };
-    assert!(cluster(&sim).await.may(&cx(), NS, &create_jobs).await.unwrap());
+    assert!(cluster(&sim).await.can_i(&cx(), NS, &create_jobs).await.unwrap());
 }
 
 fn applied(change: Option<dispatch_core::Result<Change>>) -> String {

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 
 use dispatch_kf_client::Change;
 use dispatch_kf_model::Snapshot;
-use dispatch_kf_model::evidence::Kept;
+use dispatch_kf_model::internal::evidence::Kept;
 use dispatch_kf_model::keys;
 use dispatch_kf_model::view::{JobSet, Node, Pod, RuntimeCopy, TrainJob, View, Workload};
 

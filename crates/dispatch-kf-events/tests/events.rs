@@ -128,6 +128,115 @@ async fn a_hand_made_train_job_out_of_memory_is_told_once_regarding_it() {
     replica.shut_down().await;
 }
 
+/// The ends of all the TrainJobs told so far, whatever their labels.
+fn ended_total(telemetry: &Telemetry) -> f64 {
+    let text = telemetry.metrics_text();
+    text.lines()
+        .filter(|l| l.starts_with("dispatch_trainjob_executions_ended_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// The rank exits 1.
+fn exits_one(sim: &Sim, pod: &str) {
+    assert!(sim.exit(NS, pod, 1));
+}
+
+/// The scheduler preempts the rank for a higher-priority pod.
+fn preempted(sim: &Sim, pod: &str) {
+    assert!(sim.preempt(NS, pod));
+}
+
+/// The rank's node stops reporting; its pods are evicted after 300 s, and once the
+/// administrator takes the node out of service they go and the job fails.
+fn node_lost(sim: &Sim, pod: &str) {
+    let node = sim.get("pods", NS, pod).unwrap()["spec"]["nodeName"].as_str().unwrap().to_owned();
+    assert!(sim.lose_node(&node));
+    sim.advance(Duration::from_secs(301));
+    sim.settle();
+    assert!(sim.taint_out_of_service(&node));
+}
+
+/// One way a TrainJob ends: its name, what happens to its first rank, the reason of its
+/// Event and the cause the counter labels.
+struct End {
+    name: &'static str,
+    happens: fn(&Sim, &str),
+    reason: &'static str,
+    cause: &'static str,
+}
+
+#[tokio::test]
+async fn each_way_a_hand_made_train_job_ends_is_told_once_with_its_reason() {
+    let sim = sim().await;
+    let (replica, telemetry) = start(&sim, "events-a").await;
+    // The node loss last: its node stays lost.
+    let ends_of = [
+        End {
+            name: "exits-one",
+            happens: exits_one,
+            reason: "NonZeroExit",
+            cause: "non-zero-exit",
+        },
+        End { name: "preempted", happens: preempted, reason: "Preempted", cause: "preempted" },
+        End { name: "node-lost", happens: node_lost, reason: "NodeLost", cause: "node-lost" },
+    ];
+    for (told_so_far, End { name, happens, reason, cause }) in ends_of.into_iter().enumerate() {
+        hand_made(&sim, name);
+        let pods = pods_of(&sim, name);
+        assert!(!pods.is_empty(), "{name} runs");
+        happens(&sim, &pods[0]);
+        ends(&sim, &[&telemetry]).await;
+        let events = eventually(name, || Some(told(&sim, name)).filter(|e| !e.is_empty())).await;
+        let [event] = events.as_slice() else { panic!("{name}: {events:#?}") };
+        assert_eq!((&event["reason"], &event["action"]), (&json!(reason), &json!("Ended")));
+        assert_eq!(event["type"], "Warning", "{event:#}");
+        let note = event["note"].as_str().unwrap_or_default();
+        assert!(!note.contains("dispatch makes"), "{name}: explain's notes in {note}");
+        // The counter moved once, under the cause.
+        assert_eq!(ended_total(&telemetry), (told_so_far + 1) as f64, "{name}");
+        let series = format!(r#"namespace="training",runtime="torch-distributed",cause="{cause}""#);
+        assert!(telemetry.metrics_text().contains(&series), "{name}: {series}");
+    }
+    replica.shut_down().await;
+}
+
+#[tokio::test]
+async fn a_hand_made_train_job_preempted_by_kueue_is_told_once_as_evicted() {
+    let sim = sim().await;
+    // Kueue as a cluster without dispatch runs it: the queue checks nothing.
+    for mut object in dispatch_kf_sim::kueue_setup(16) {
+        match object["kind"].as_str() {
+            Some("LocalQueue") => object["metadata"]["namespace"] = NS.into(),
+            Some("ClusterQueue") => {
+                object["spec"].as_object_mut().unwrap().remove("admissionChecksStrategy");
+            }
+            _ => {}
+        }
+        sim.apply(object).unwrap();
+    }
+    let (replica, telemetry) = start(&sim, "events-a").await;
+    sim.apply(json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"namespace": NS, "name": "queued", "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
+        "spec": {"runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime", "name": "torch-distributed"},
+                 "trainer": {"numNodes": 1, "image": "ghcr.io/acme/train:1.4"}}
+    }))
+    .unwrap();
+    sim.settle();
+    assert!(!pods_of(&sim, "queued").is_empty(), "Kueue admitted it and it runs");
+    let workload = sim.list("workloads", NS).pop().expect("its Workload");
+    assert!(sim.kueue_preempt(NS, workload["metadata"]["name"].as_str().unwrap()));
+    ends(&sim, &[&telemetry]).await;
+
+    let events =
+        eventually("its Event", || Some(told(&sim, "queued")).filter(|e| !e.is_empty())).await;
+    let [event] = events.as_slice() else { panic!("{events:#?}") };
+    assert_eq!((&event["reason"], &event["action"]), (&json!("Preempted"), &json!("Evicted")));
+    assert_eq!(ended_total(&telemetry), 1.0);
+    replica.shut_down().await;
+}
+
 #[tokio::test]
 async fn a_restart_tells_nothing_again_and_nothing_that_ended_before_it_watched() {
     let sim = sim().await;

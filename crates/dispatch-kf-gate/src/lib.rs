@@ -3,7 +3,7 @@
 //! An AdmissionCheck controller. While this replica holds the coordination.k8s.io
 //! Lease it keeps dispatch's AdmissionChecks `Active=True` and sets each Workload's
 //! check Ready (with the admission count for the pods) only when dispatch permits the
-//! admission, Retry otherwise; the rule itself is `dispatch_kf_model::readmission`.
+//! admission, Retry otherwise; the rule itself is `dispatch_kf_model::internal::readmission`.
 //!
 //! - `reconcile`: the two kube-runtime reconcilers, the work while leading;
 //! - [`run`] and [`spawn`]: the replica of `dispatch_kf_replica` (the Lease campaign)

@@ -1,6 +1,6 @@
 //! The two reconcilers, run with kube-runtime while this replica leads: AdmissionChecks
 //! whose controller is dispatch's are kept Active, and each Workload listing one gets
-//! the gate's decision (`dispatch_kf_model::readmission`) written.
+//! the gate's decision (`dispatch_kf_model::internal::readmission`) written.
 //!
 //! Every write is conditional on the resource version the decision was made on, so a
 //! decision on a stale read never lands: the write conflicts and the Workload is
@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use dispatch_kf_model::internal::readmission::{self, Decision};
 use dispatch_kf_model::keys;
-use dispatch_kf_model::readmission::{self, Decision};
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};

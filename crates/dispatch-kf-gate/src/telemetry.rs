@@ -7,7 +7,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use dispatch_kf_model::readmission::Decision;
+use dispatch_kf_model::internal::readmission::Decision;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -35,7 +35,7 @@ impl Object {
 }
 
 /// The `outcome` label of a decision: the variant of
-/// [`dispatch_kf_model::readmission::Decision`], in snake case.
+/// [`dispatch_kf_model::internal::readmission::Decision`], in snake case.
 pub fn outcome(decision: &Decision) -> &'static str {
     match decision {
         Decision::Idle => "idle",
@@ -157,7 +157,7 @@ impl dispatch_kf_replica::Telemetry for Telemetry {
 
 #[cfg(test)]
 mod tests {
-    use dispatch_kf_model::readmission::Decision;
+    use dispatch_kf_model::internal::readmission::Decision;
     use dispatch_kf_replica::Telemetry as _;
 
     use super::*;

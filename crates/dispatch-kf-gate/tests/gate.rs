@@ -7,7 +7,7 @@ use std::time::Duration;
 use dispatch_core::{Backend, ObjectRef};
 use dispatch_kf::KubeflowBackend;
 use dispatch_kf_gate::telemetry::{Role, Telemetry};
-use dispatch_kf_model::capabilities::Writability;
+use dispatch_kf_model::internal::capabilities::Writability;
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Fault, Identity, Propagation, Rule, Sim, SimOptions};
 use dispatch_kf_testkit::*;
@@ -101,11 +101,11 @@ fn workload_of(sim: &Sim, object: &ObjectRef) -> Value {
 }
 
 fn check_state(workload: &Value) -> String {
-    dispatch_kf_model::readmission::check_state(workload, CHECK).unwrap_or("").to_owned()
+    dispatch_kf_model::internal::readmission::check_state(workload, CHECK).unwrap_or("").to_owned()
 }
 
 fn admitted(workload: &Value) -> bool {
-    dispatch_kf_model::json::has_true_condition(workload, "Admitted")
+    dispatch_kf_model::internal::json::has_true_condition(workload, "Admitted")
 }
 
 /// The admission counts the TrainJob's pods carry (its JobSet's pods are named after
@@ -140,7 +140,7 @@ async fn kueue_backend(sim: &Sim) -> KubeflowBackend {
 async fn gate_ready(sim: &Sim) {
     eventually("the gate holds the Lease and the check is Active", || {
         let check = sim.get("admissionchecks", "", CHECK)?;
-        let active = dispatch_kf_model::json::has_true_condition(&check, "Active");
+        let active = dispatch_kf_model::internal::json::has_true_condition(&check, "Active");
         (active && holder(sim).is_some()).then_some(())
     })
     .await;

@@ -71,6 +71,41 @@
 //! assert_eq!(snapshot.pods.len(), dump::read("cluster-current-oom.json", bytes)?.pods.len());
 //! # Ok::<(), dispatch_core::Error>(())
 //! ```
+//!
+//! # Rendering a request
+//!
+//! [`read_request`] reads a start request; [`render`] turns it, on the runtime it names
+//! (a [`SourceRuntime`] as the cluster holds it), into the two objects Start creates: a
+//! private copy of the runtime and a TrainJob on it, its start gate closed. The attempt
+//! token's random part is a parameter ([`TokenSuffix`]). A request or runtime the
+//! adapter cannot run is refused with its sentinel, and nothing is rendered.
+//!
+//! ```
+//! use dispatch_kf_model::{Purpose, Settings, SourceRuntime, TokenSuffix, read_request, render};
+//!
+//! let settings = Settings::read(include_bytes!("../../../fixtures/render/settings-plain.json"))?;
+//! let request =
+//!     read_request(include_bytes!("../../../fixtures/render/accept-minimal-plain/request.json"))?;
+//! let runtime = SourceRuntime::read(include_bytes!("../../../fixtures/render/runtime-torch.json"))?;
+//! let suffix = TokenSuffix::parse("0123456789abcdef")?;
+//! let rendered = render(&settings, &request, runtime.as_ref(), &suffix, Purpose::Job)?;
+//! assert_eq!(rendered.train_job["metadata"]["name"], "dj-01jdq4v8z6k3m0b7x2n5r9t1ce-s1");
+//! assert_eq!(rendered.runtime_copy["kind"], "TrainingRuntime");
+//!
+//! // Without the runtime it names (`None`: it does not exist), the request is refused.
+//! let refused = render(&settings, &request, None, &suffix, Purpose::Job).unwrap_err();
+//! assert!(refused.message().contains("torch-distributed"), "{refused}");
+//! # Ok::<(), dispatch_core::Error>(())
+//! ```
+//!
+//! # What else is here
+//!
+//! [`names`] and [`keys`] hold every name, label and annotation the adapter shares with
+//! the cluster; [`view`] the plain structs classification reads, and the lenient fields
+//! they are made of; [`signal`] an execution's end as an Event, once each. What only
+//! this workspace's own crates use (the hold family's edits, the readmission rule, the
+//! apiserver's answers read into views...) is under [`internal`], with no promise of
+//! stability.
 
 /// The README's example, run as a doc test.
 #[cfg(doctest)]
@@ -82,22 +117,10 @@ pub struct ReadmeDoctests;
 // of private modules that a caller uses or that a public signature shows. Everything
 // else is the crate's own.
 
-pub mod answer; // the apiserver's answers read into views
-pub mod capabilities; // the answers to the supervisor's capability questions
 pub mod dump; // `kubectl get -o json` output read into a `Snapshot`
-pub mod ended; // the record that keeps a failed TrainJob ended
-pub mod evidence; // deleted pods' last state, kept for later classifications
-pub mod gates; // the hold family's edits of a TrainJob or a Workload
-pub mod json; // fields of raw JSON objects, read where views are not
+pub mod internal; // what only this workspace's own crates use: no promise of stability
 pub mod keys; // every label, annotation and name shared with the cluster
-pub mod kueue; // Kueue mode's checks: the gate's proof, a Workload ready
 pub mod names; // the names of a job's objects, made and parsed
-pub mod probe; // the preflight probe's request, its budget, and when its leftovers go
-pub mod ranks; // a job's pods by rank, and its nodes
-pub mod readback; // a written TrainJob against the one the apiserver holds
-pub mod readmission; // the readmission gate's rule
-pub mod removal; // what StopJob does to a job's objects beyond deleting them
-pub mod served; // what the cluster's served schemas say of its Trainer
 pub mod signal; // an execution's end or interruption as an Event, once each
 pub mod view; // one plain struct per kind classification reads
 
@@ -115,14 +138,6 @@ mod snapshot;
 pub use classify::{ClassifyOptions, Detail, classify, classify_train_jobs, gone};
 pub use mode::Mode;
 pub use snapshot::Snapshot;
-
-// What a view is made of: its lenient fields (absent unless the JSON has the right
-// shape) and the parts of an object it keeps.
-pub use lenient::{Flag, FromJson, Int, List, Obj, Shared, Str, StrMap, Text};
-pub use object::{
-    AdmissionCheck, Condition, ContainerState, ContainerStatus, JobTracking, LastSetters, Meta,
-    OwnerRef, ReplicatedJobStatus, SpecField, Taint, Terminated, TrainJobRuntimeRef, Waiting,
-};
 
 // Render: a start request and a source runtime to a runtime copy and a TrainJob;
 // `runtime_ref` reads the runtime a spec names, for Start and Capabilities alike.

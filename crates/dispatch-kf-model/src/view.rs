@@ -2,10 +2,14 @@
 //! [`Workload`], [`Pod`], [`Node`] and the runtime copy ([`RuntimeCopy`]), split out of a
 //! `RawObject` by its `kind`.
 
-use crate::lenient::{Flag, Str, Text};
-use crate::object::{
-    AdmissionCheck, Condition, ContainerStatus, Meta, RawObject, ReplicatedJobStatus, Taint,
-    TrainJobRuntimeRef, ViewKind,
+use crate::object::{RawObject, ViewKind};
+
+// What a view is made of: its lenient fields (absent unless the JSON has the right
+// shape) and the parts of an object it keeps.
+pub use crate::lenient::{Flag, FromJson, Int, List, Obj, Shared, Str, StrMap, Text};
+pub use crate::object::{
+    AdmissionCheck, Condition, ContainerState, ContainerStatus, JobTracking, LastSetters, Meta,
+    OwnerRef, ReplicatedJobStatus, SpecField, Taint, Terminated, TrainJobRuntimeRef, Waiting,
 };
 
 /// What classification reads of a TrainJob.

@@ -9,7 +9,8 @@ use std::sync::OnceLock;
 
 use conventions::options_for;
 use dispatch_core::ObjectObs;
-use dispatch_kf_model::{Shared, Snapshot, classify, dump};
+use dispatch_kf_model::view::Shared;
+use dispatch_kf_model::{Snapshot, classify, dump};
 use jiff::Timestamp;
 use proptest::prelude::*;
 
@@ -47,7 +48,7 @@ fn in_pieces(file: &str, bytes: &[u8], cuts: &[usize]) -> Result<Snapshot<Shared
     reader.finish().map_err(|e| e.message().to_owned())
 }
 
-fn observations<S: dispatch_kf_model::Str>(
+fn observations<S: dispatch_kf_model::view::Str>(
     file: &str,
     whole: &Snapshot,
     snapshot: &Snapshot<S>,

@@ -12,9 +12,8 @@
 use std::path::Path;
 
 use dispatch_core::{Error, JobId};
-use dispatch_kf_model::{
-    Purpose, Settings, SourceRuntime, TokenSuffix, probe, read_request, readback, render,
-};
+use dispatch_kf_model::internal::{probe, readback};
+use dispatch_kf_model::{Purpose, Settings, SourceRuntime, TokenSuffix, read_request, render};
 use serde_json::{Value, json};
 
 const DEFAULT_SUFFIX: &str = "0123456789abcdef";

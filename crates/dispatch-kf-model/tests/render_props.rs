@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 
 use dispatch_core::{JobId, JobSpec, Kind, StartRequest, Timespan};
+use dispatch_kf_model::internal::readback;
 use dispatch_kf_model::{
-    Mode, Purpose, Settings, SourceRuntime, TokenSuffix, read_request, readback, render,
+    Mode, Purpose, Settings, SourceRuntime, TokenSuffix, read_request, render,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};

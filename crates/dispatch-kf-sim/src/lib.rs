@@ -9,7 +9,7 @@
 //! - [`Sim::start`] serves HTTPS on 127.0.0.1 at an ephemeral port, with a CA made at
 //!   start (plain HTTP with `SimOptions::tls = false`); [`Sim::kubeconfig_yaml`] gives
 //!   a kubeconfig per [`Identity`], carrying the CA.
-//! - The store, admission and handlers follow the apiserver (`docs/sim.md` lists what
+//! - The store, admission and handlers follow the apiserver (`docs/dev/sim.md` lists what
 //!   is simulated and what is not yet).
 //! - Controllers run on a virtual clock: [`Sim::settle`], [`Sim::advance`]; by default
 //!   every mutating request settles them.

@@ -1,5 +1,5 @@
 //! Fields a schema does not declare, as a real apiserver meets them
-//! (`docs/sim.md#fields-and-openapi`): dropped with a warning by default, refused under
+//! (`docs/dev/sim.md#fields-and-openapi`): dropped with a warning by default, refused under
 //! `fieldValidation=Strict`, and a value of the wrong type is 422 Invalid. Messages are
 //! the ones Kubernetes v1.36 printed for the same requests.
 

@@ -3,7 +3,7 @@
 //! over all its lines), only modules of its own layer or of the layers below it. So nothing below the registry names a
 //! controller or an HTTP module, no controller names a request type, and the store
 //! names neither; and above the registry nothing writes the store but through it.
-//! `docs/sim.md` ("Code map") describes the layers.
+//! `docs/dev/sim.md` ("Code map") describes the layers.
 
 use std::path::{Path, PathBuf};
 

@@ -3,6 +3,13 @@
 //! clients and a Backend made by Factory on it, as any identity; settings, requests and
 //! call contexts; a [`Proxy`] whose connections can go silent. Not published: a dev-dependency of the crates whose tests need it.
 
+/// The examples of `docs/library.md` (the crates as a library), run as doc tests, so
+/// that the page an outside user copies from compiles and holds. Here, in the tests'
+/// crate, because the page includes files of the workspace a published crate would not.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+pub struct LibraryDoctests;
+
 pub mod commands;
 pub mod crowd;
 pub mod deploy;

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dispatch_core::JobId;
-use dispatch_kf_model::evidence::Kept;
+use dispatch_kf_model::internal::evidence::Kept;
 use dispatch_kf_model::view::Pod;
 use dispatch_kf_model::{Snapshot, keys, names};
 
@@ -122,7 +122,7 @@ impl Evidence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dispatch_kf_model::answer::read_object;
+    use dispatch_kf_model::internal::answer::read_object;
     use dispatch_kf_model::view::View;
     use serde_json::json;
 
@@ -192,7 +192,7 @@ mod tests {
             evidence.capture(&job, placed(i, "js-3", None));
         }
         let kept = evidence.of_job(&job);
-        assert_eq!(kept.len(), 2 + dispatch_kf_model::evidence::UNPLACED_KEPT);
+        assert_eq!(kept.len(), 2 + dispatch_kf_model::internal::evidence::UNPLACED_KEPT);
         assert!(uids(&kept).contains(&"u144") && !uids(&kept).contains(&"u143"));
     }
 

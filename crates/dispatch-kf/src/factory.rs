@@ -8,21 +8,20 @@ use std::time::Duration;
 
 use dispatch_core::{CallContext, Capability, Error, Result, Support};
 use dispatch_kf_client::resources::{
-    ADMISSION_CHECK, CLUSTER_QUEUE, JOB, JOB_SET, LEASE, LOCAL_QUEUE, POD, Resource, TRAIN_JOB,
-    TRAINING_RUNTIME, WORKLOAD,
+    JOB, JOB_SET, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
 };
 use dispatch_kf_client::{Cluster, ClusterConfig, NodeReads, Permission};
-use dispatch_kf_model::capabilities::{self, PreflightFacts, Writability};
-use dispatch_kf_model::kueue::{GateObjects, cluster_queue_of, lease_expires, prove_gate};
-use dispatch_kf_model::{Mode, Settings, keys, served};
+use dispatch_kf_model::internal::capabilities::{self, PreflightFacts, Writability};
+use dispatch_kf_model::internal::served;
+use dispatch_kf_model::{Mode, Settings, keys};
 use jiff::Timestamp;
-use serde_json::Value;
 
 use crate::evidence::Evidence;
 use crate::hub::Hub;
-use crate::{Inner, KubeflowBackend, edge};
+use crate::kueue_mode;
+use crate::{Inner, KubeflowBackend};
 
-/// What Factory learned.
+/// What Factory findings.
 #[derive(Clone, Debug)]
 pub struct Preflight {
     /// The probed facts.
@@ -114,7 +113,7 @@ async fn not_granted_with<T>(
     wanted: Vec<(Permission, T)>,
 ) -> Result<Vec<(String, T)>> {
     let answers =
-        futures::future::try_join_all(wanted.iter().map(|(p, _)| cluster.may(cx, ns, p))).await?;
+        futures::future::try_join_all(wanted.iter().map(|(p, _)| cluster.can_i(cx, ns, p))).await?;
     Ok(wanted
         .into_iter()
         .zip(answers)
@@ -150,7 +149,7 @@ impl KubeflowBackend {
 
     /// Factory on a cluster already connected (tests, and the embedded simulated
     /// cluster of the demo): the cluster serves what the adapter needs, the adapter may
-    /// read what it observes, what else it may do is learned, then the preflight probe
+    /// read what it observes, what else it may do is findings, then the preflight probe
     /// runs unless the Backend will not write.
     pub async fn with_cluster(
         settings: Settings,
@@ -164,19 +163,19 @@ impl KubeflowBackend {
         if !settings.read_only {
             require_gatable_trainer(&cluster, cx).await?;
         }
-        let learned = Learned::gather(&cluster, cx, &settings).await?;
-        let mut facts = learned.facts.clone();
+        let findings = PreflightFindings::gather(&cluster, cx, &settings).await?;
+        let mut facts = findings.facts.clone();
         // Read-only, or observe-only whatever the probe finds: nothing to probe.
         if capabilities::access(&facts) != Writability::Writable {
             facts.hold_round_trip = Err("not run, because the backend does not write".to_owned());
-            return Ok(learned.backend(facts, settings, cluster));
+            return Ok(findings.backend(facts, settings, cluster));
         }
         // The probe runs as a writable Backend; what it finds decides the real one.
-        let probing = learned.backend(facts.clone(), settings.clone(), cluster.clone());
+        let probing = findings.backend(facts.clone(), settings.clone(), cluster.clone());
         let (started, round_trip) = probing.inner.probe(cx).await?;
         facts.probe_started = started;
         facts.hold_round_trip = round_trip;
-        Ok(learned.backend(facts, settings, cluster))
+        Ok(findings.backend(facts, settings, cluster))
     }
 }
 
@@ -191,8 +190,8 @@ async fn require_served_apis(cluster: &Cluster, cx: &CallContext, mode: Mode) ->
     for gv in required_group_versions(mode) {
         if !cluster.serves(cx, gv).await? {
             return Err(Error::unsupported(format!(
-                "the cluster does not serve {gv}: install Kubeflow Trainer v2.2+, JobSet v0.11+{} (docs/compatibility.md)",
-                if mode == Mode::Kueue { " and Kueue v0.17+" } else { "" }
+                "the cluster does not serve {gv}: install Kubeflow Trainer and JobSet{} at a version docs/compatibility.md lists as supported",
+                if mode == Mode::Kueue { " and Kueue" } else { "" }
             )));
         }
     }
@@ -231,7 +230,7 @@ async fn require_read_permissions(
 }
 
 /// What Factory learns of the cluster before the probe.
-struct Learned {
+struct PreflightFindings {
     /// The facts, assuming the probe's round trip works, so that the Backend that runs
     /// the probe may hold and release.
     facts: PreflightFacts,
@@ -243,22 +242,26 @@ struct Learned {
     gate_proof_expires: Option<Timestamp>,
 }
 
-impl Learned {
+impl PreflightFindings {
     /// Access reviews for what the adapter may do beyond reading, and in Kueue mode
     /// the proof of the readmission gate.
-    async fn gather(cluster: &Cluster, cx: &CallContext, settings: &Settings) -> Result<Learned> {
+    async fn gather(
+        cluster: &Cluster,
+        cx: &CallContext,
+        settings: &Settings,
+    ) -> Result<PreflightFindings> {
         let ns = &settings.namespace;
         let nodes = cluster.node_reads(cx, ns).await?;
         let logs = Permission { verb: "get", resource: POD, subresource: "log" };
-        let may_read_logs = cluster.may(cx, ns, &logs).await?;
+        let may_read_logs = cluster.can_i(cx, ns, &logs).await?;
         let may_update_workloads = match settings.mode {
-            Mode::Kueue => cluster.may(cx, ns, &permission("update", WORKLOAD)).await?,
+            Mode::Kueue => cluster.can_i(cx, ns, &permission("update", WORKLOAD)).await?,
             Mode::Plain => false,
         };
         let (missing_writes, jobs_listable, mut lacking) = if settings.read_only {
             (Vec::new(), false, Vec::new())
         } else {
-            let jobs_listable = cluster.may(cx, ns, &permission("list", JOB)).await?;
+            let jobs_listable = cluster.can_i(cx, ns, &permission("list", JOB)).await?;
             let orphans = not_granted_with(cluster, cx, ns, orphan_permissions()).await?;
             let unlisted = (!jobs_listable).then(|| {
                 "list jobs: StopJob cannot see the Jobs a deleted JobSet leaves, which make its pods again until the garbage collector removes them".to_owned()
@@ -277,7 +280,7 @@ impl Learned {
             tracing::warn!(permission = %p, "a permission the adapter uses is missing");
         }
         let (readmission_gate, gate_proof_expires) = match settings.mode {
-            Mode::Kueue => prove_readmission_gate(cluster, settings, cx).await?,
+            Mode::Kueue => kueue_mode::prove_readmission_gate(cluster, settings, cx).await?,
             Mode::Plain => (Err("not in Kueue mode".to_owned()), None),
         };
         let facts = PreflightFacts {
@@ -291,7 +294,7 @@ impl Learned {
             missing_writes,
         };
         let reads = Reads { nodes, jobs: jobs_listable };
-        Ok(Learned { facts, reads, lacking, gate_proof_expires })
+        Ok(PreflightFindings { facts, reads, lacking, gate_proof_expires })
     }
 
     /// The Backend these facts make.
@@ -303,7 +306,7 @@ impl Learned {
     ) -> KubeflowBackend {
         let preflight =
             Preflight::of(facts, self.reads, self.lacking.clone(), self.gate_proof_expires);
-        KubeflowBackend::made(settings, cluster, preflight)
+        KubeflowBackend::assemble(settings, cluster, preflight)
     }
 }
 
@@ -348,10 +351,10 @@ impl KubeflowBackend {
         preflight: Preflight,
     ) -> Result<KubeflowBackend> {
         let cluster = connect(&settings).await?;
-        Ok(KubeflowBackend::made(settings, cluster, preflight))
+        Ok(KubeflowBackend::assemble(settings, cluster, preflight))
     }
 
-    fn made(settings: Settings, cluster: Cluster, preflight: Preflight) -> KubeflowBackend {
+    fn assemble(settings: Settings, cluster: Cluster, preflight: Preflight) -> KubeflowBackend {
         let evidence = Arc::new(Evidence::default());
         KubeflowBackend {
             inner: Arc::new(Inner {
@@ -370,49 +373,4 @@ impl KubeflowBackend {
             }),
         }
     }
-}
-
-/// The LocalQueue `kueue.queue` and its ClusterQueue, each `None` when it does not
-/// exist (or the settings name no queue).
-pub(crate) async fn read_queues(
-    cluster: &Cluster,
-    settings: &Settings,
-    cx: &CallContext,
-) -> Result<(Option<Value>, Option<Value>)> {
-    let Some(kueue) = &settings.kueue else { return Ok((None, None)) };
-    let ns = &settings.namespace;
-    let local_queue = cluster.objects(LOCAL_QUEUE, ns).get_opt(cx, &kueue.queue).await?;
-    let cluster_queue = match local_queue.as_ref().and_then(cluster_queue_of) {
-        Some(cq) => cluster.objects(CLUSTER_QUEUE, ns).get_opt(cx, cq).await?,
-        None => None,
-    };
-    Ok((local_queue, cluster_queue))
-}
-
-/// Reads the LocalQueue, its ClusterQueue, the AdmissionCheck and the Lease, and
-/// proves the readmission gate from them; with the proof, when the Lease's last
-/// renewal runs out.
-async fn prove_readmission_gate(
-    cluster: &Cluster,
-    settings: &Settings,
-    cx: &CallContext,
-) -> Result<(Result<(), String>, Option<Timestamp>)> {
-    let Some(kueue) = &settings.kueue else {
-        return Ok((Err("kueue settings are missing".to_owned()), None));
-    };
-    let ns = &settings.namespace;
-    let (local_queue, cluster_queue) = read_queues(cluster, settings, cx).await?;
-    let admission_check =
-        cluster.objects(ADMISSION_CHECK, ns).get_opt(cx, &kueue.admission_check).await?;
-    let lease =
-        cluster.objects(LEASE, &kueue.lease.namespace).get_opt(cx, &kueue.lease.name).await?;
-    let objects = GateObjects {
-        local_queue: local_queue.as_ref(),
-        cluster_queue: cluster_queue.as_ref(),
-        admission_check: admission_check.as_ref(),
-        lease: lease.as_ref(),
-    };
-    let proof = prove_gate(&objects, &kueue.queue, &kueue.admission_check, edge::now());
-    let expires = lease.as_ref().and_then(lease_expires).filter(|_| proof.is_ok());
-    Ok((proof, expires))
 }

@@ -4,8 +4,9 @@ use dispatch_core::{CallContext, Discovery, JobId, ObjectObs, ObjectRef, Result}
 use dispatch_kf_client::error_map::RequestClass;
 use dispatch_kf_client::resources::TRAIN_JOB;
 use dispatch_kf_client::{Cluster, JobQuery, Known};
-use dispatch_kf_model::gates::{self, Edit};
-use dispatch_kf_model::{ClassifyOptions, Detail, Snapshot, classify, ended, json};
+use dispatch_kf_model::internal::gates::{self, Edit};
+use dispatch_kf_model::internal::{ended, json};
+use dispatch_kf_model::{ClassifyOptions, Detail, Snapshot, classify};
 use std::pin::pin;
 use std::time::Duration;
 
@@ -112,7 +113,7 @@ impl Inner {
     }
 
     /// Closes the start gate of each TrainJob of `snapshot` that has failed and writes
-    /// how it ended (`dispatch_kf_model::ended`), before the end is reported, so that
+    /// how it ended (`dispatch_kf_model::internal::ended`), before the end is reported, so that
     /// a JobSet made again by the Trainer runs nothing. Best effort: the observation is
     /// true either way, and a seal not written now (read-only, a conflict to the last
     /// try, the apiserver away) is written by the next Find that sees the end.

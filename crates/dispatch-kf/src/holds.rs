@@ -1,7 +1,7 @@
 //! Open, Hold and Release (`docs/start-gate-and-holds.md`;
 //! `docs/backend.md#open-hold-and-release`).
-//! The model decides each edit (`dispatch_kf_model::gates`); this module finds the
-//! object to edit, tells the model what it learned (ended, pods remaining), and writes
+//! The model decides each edit (`dispatch_kf_model::internal::gates`); this module finds the
+//! object to edit, tells the model what it findings (ended, pods remaining), and writes
 //! with the resource version it read, re-reading on a conflict up to eight tries.
 
 use dispatch_core::{
@@ -10,8 +10,9 @@ use dispatch_core::{
 use dispatch_kf_client::Cluster;
 use dispatch_kf_client::error_map::RequestClass;
 use dispatch_kf_client::resources::{Resource, TRAIN_JOB, WORKLOAD};
-use dispatch_kf_model::gates::{self, Edit, Situation};
-use dispatch_kf_model::{Mode, Snapshot, json, keys, ranks};
+use dispatch_kf_model::internal::gates::{self, Edit, Situation};
+use dispatch_kf_model::internal::{json, ranks};
+use dispatch_kf_model::{Mode, Snapshot, keys};
 use serde_json::Value;
 
 use crate::refs::pick;

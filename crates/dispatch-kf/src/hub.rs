@@ -137,14 +137,14 @@ struct Shared {
 
 #[derive(Default)]
 struct State {
-    kinds: HashMap<&'static str, Kind>,
+    kinds: HashMap<&'static str, KindWatch>,
     /// The Watches open, by job.
     subscribers: HashMap<JobId, Vec<Subscriber>>,
     next_id: u64,
 }
 
 /// One kind's watch.
-struct Kind {
+struct KindWatch {
     phase: Phase,
     /// It replaced a watch of the kind that failed: its first list is a re-list too,
     /// after a time in which changes went unseen.
@@ -345,7 +345,7 @@ impl Hub {
                         Some(Phase::Listing) => all_live = false,
                         // A watch this call started failed: so does the call.
                         Some(Phase::Failed(e)) if started.contains(feed.resource.kind) => {
-                            return Err(same(e));
+                            return Err(copy_of(e));
                         }
                         // One that failed before is started anew.
                         Some(Phase::Failed(_)) | None => {
@@ -379,7 +379,7 @@ impl Hub {
         };
         let task = tokio::spawn(run(self.shared.clone(), feed.resource, changes)).abort_handle();
         let replaced = state.kinds.contains_key(feed.resource.kind);
-        let kind = Kind { phase: Phase::Listing, replaced, task, index: Index::default() };
+        let kind = KindWatch { phase: Phase::Listing, replaced, task, index: Index::default() };
         if let Some(old) = state.kinds.insert(feed.resource.kind, kind) {
             old.task.abort();
         }
@@ -387,7 +387,7 @@ impl Hub {
 }
 
 /// An error again, for each of those it ends.
-fn same(e: &Error) -> Error {
+fn copy_of(e: &Error) -> Error {
     Error::new(e.kind(), e.message())
 }
 
@@ -396,9 +396,9 @@ fn same(e: &Error) -> Error {
 async fn run(shared: Arc<Shared>, resource: Resource, mut changes: Changes) {
     while let Some(change) = changes.next().await {
         let change = match change {
-            Ok(Change::Listed(views)) => Ok(Taken::Listed(Index::of(&views))),
-            Ok(Change::Applied(view)) => Ok(Taken::Applied(view)),
-            Ok(Change::Deleted(view)) => Ok(Taken::Deleted(view)),
+            Ok(Change::Listed(views)) => Ok(IndexedChange::Listed(Index::of(&views))),
+            Ok(Change::Applied(view)) => Ok(IndexedChange::Applied(view)),
+            Ok(Change::Deleted(view)) => Ok(IndexedChange::Deleted(view)),
             Err(e) => Err(e),
         };
         let mut state = shared.lock();
@@ -414,7 +414,7 @@ async fn run(shared: Arc<Shared>, resource: Resource, mut changes: Changes) {
             Err(e) => {
                 let e = e.context("a shared watch ended");
                 for sub in state.subscribers.values().flatten() {
-                    sub.inbox.put(Routed::Failed(same(&e)));
+                    sub.inbox.put(Routed::Failed(copy_of(&e)));
                 }
                 if let Some(kind) = state.kinds.get_mut(resource.kind) {
                     kind.phase = Phase::Failed(e);
@@ -428,7 +428,7 @@ async fn run(shared: Arc<Shared>, resource: Resource, mut changes: Changes) {
 }
 
 /// A change of a kind as the hub takes it in: a list already made into its index.
-enum Taken {
+enum IndexedChange {
     Listed(Index),
     Applied(View),
     Deleted(View),
@@ -438,10 +438,10 @@ impl State {
     /// Takes in one change of `resource`: updates the index and tells the jobs it
     /// concerns; a deleted pod of a job with a Watch open leaves its last state in
     /// `evidence` first. Whether the kind just became live.
-    fn take_in(&mut self, resource: Resource, change: Taken, evidence: &Evidence) -> bool {
+    fn take_in(&mut self, resource: Resource, change: IndexedChange, evidence: &Evidence) -> bool {
         let Some(kind) = self.kinds.get_mut(resource.kind) else { return false };
         match change {
-            Taken::Listed(index) => {
+            IndexedChange::Listed(index) => {
                 // A list after the watch lost its place, or the first of a watch that
                 // replaced a failed one: either way changes went unseen before it.
                 let relisted = matches!(kind.phase, Phase::Live) || kind.replaced;
@@ -464,14 +464,14 @@ impl State {
                 }
                 !was_live
             }
-            Taken::Applied(view) => {
+            IndexedChange::Applied(view) => {
                 let mut jobs = kind.index.remove(view.meta().name());
                 jobs.extend(kind.index.apply(&view));
                 let jobs = self.concerned(jobs, &view);
                 self.touch(&jobs);
                 false
             }
-            Taken::Deleted(view) => {
+            IndexedChange::Deleted(view) => {
                 let jobs = kind.index.remove(view.meta().name());
                 let jobs = self.concerned(jobs, &view);
                 if let View::Pod(pod) = view {

@@ -85,6 +85,7 @@ mod find;
 mod holds;
 mod hub;
 mod inflight;
+mod kueue_mode;
 mod output;
 mod probe;
 mod refs;
@@ -101,12 +102,16 @@ use dispatch_core::{
     JobId, JobSpec, LogStream, ObjectObs, ObjectRef, OutputStream, RecoveryPolicy, Result,
     RuleSupport, StartRequest, Support,
 };
-use dispatch_kf_client::Cluster;
-use dispatch_kf_model::Settings;
-use dispatch_kf_model::capabilities::{self, Writability};
+use dispatch_kf_model::internal::capabilities::{self, Writability};
 
 pub use explain::{Explain, ModeChoice, explain, explain_pages};
 pub use factory::{Preflight, Reads};
+// What a user of the Backend needs besides `dispatch-core`, so that this crate and that
+// one are the two a supervisor adds (`docs/library.md`): the settings, the mode and the
+// start request's reader (the model's), and a cluster connection made by hand (the
+// client's, for `KubeflowBackend::with_cluster`).
+pub use dispatch_kf_client::{Cluster, ClusterConfig};
+pub use dispatch_kf_model::{Mode, Settings, read_request};
 use inflight::InFlightMarks;
 
 /// dispatch's backend for Kubeflow Trainer v2 on one namespace of one cluster.
@@ -126,7 +131,7 @@ pub(crate) struct Inner {
 }
 
 impl KubeflowBackend {
-    /// What Factory learned: each capability's answer and whether the backend writes.
+    /// What Factory findings: each capability's answer and whether the backend writes.
     pub fn preflight(&self) -> &Preflight {
         &self.inner.preflight
     }

@@ -9,8 +9,8 @@ use dispatch_core::{
     CallContext, Capability, Cessation, Error, JobId, Kind, LogStream, ObjectKind, ObjectRef,
     OutputStream, Result,
 };
+use dispatch_kf_model::internal::ranks;
 use dispatch_kf_model::names::{self, MAX_SUBMISSION};
-use dispatch_kf_model::ranks;
 use dispatch_kf_model::view::View;
 use futures::StreamExt;
 

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 
 use dispatch_core::{CallContext, Error, JobId, ObjectRef, Result, StartRequest};
 use dispatch_kf_client::resources::{TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD};
+use dispatch_kf_model::internal::probe;
 use dispatch_kf_model::view::View;
-use dispatch_kf_model::{Mode, Purpose, keys, probe};
+use dispatch_kf_model::{Mode, Purpose, keys};
 
-use crate::start::KueueDoesNotGate;
+use crate::kueue_mode::KueueDoesNotGate;
 use crate::{Inner, edge};
 
 /// `cx` with its deadline no later than `bound` from now.
@@ -69,7 +70,7 @@ impl Inner {
         request: &StartRequest,
         purpose: Purpose,
     ) -> Result<Probed> {
-        let object = match self.start_as(cx, request, purpose).await {
+        let object = match self.start_for_purpose(cx, request, purpose).await {
             Ok(object) => object,
             Err(e) if KueueDoesNotGate::refused(&e) => return Err(e),
             Err(e) => {

@@ -3,9 +3,9 @@
 
 use dispatch_core::{Error, JobId, ObjectKind, ObjectObs, ObjectRef, Result};
 use dispatch_kf_client::resources::{JOB_SET, POD, Resource, TRAIN_JOB, TRAINING_RUNTIME};
-use dispatch_kf_model::Meta;
 use dispatch_kf_model::Snapshot;
 use dispatch_kf_model::names;
+use dispatch_kf_model::view::Meta;
 
 use crate::Inner;
 

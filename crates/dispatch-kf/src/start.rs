@@ -10,15 +10,12 @@ use dispatch_core::{
     CallContext, Error, JobSpec, Kind, ObjectKind, ObjectRef, Result, StartRequest,
 };
 use dispatch_kf_client::error_map::RequestClass;
-use dispatch_kf_client::resources::{
-    CLUSTER_TRAINING_RUNTIME, TRAIN_JOB, TRAINING_RUNTIME, WORKLOAD,
-};
+use dispatch_kf_client::resources::{CLUSTER_TRAINING_RUNTIME, TRAIN_JOB, TRAINING_RUNTIME};
 use dispatch_kf_client::{Created, Deleted};
-use dispatch_kf_model::capabilities::{self, Writability};
-use dispatch_kf_model::kueue::{self, NotReady};
+use dispatch_kf_model::internal::capabilities::{self, Writability};
+use dispatch_kf_model::internal::{json, readback};
 use dispatch_kf_model::{
-    Mode, Purpose, Rendered, RuntimeKind, RuntimeRef, SourceRuntime, json, keys, readback, render,
-    runtime_ref,
+    Mode, Purpose, Rendered, RuntimeKind, RuntimeRef, SourceRuntime, keys, render, runtime_ref,
 };
 use serde_json::{Value, json};
 
@@ -27,30 +24,6 @@ use crate::{Inner, edge};
 /// How many times step 6 sends the TrainJob's create while the Trainer's webhook has
 /// not seen the runtime copy: 100 ms + 200 + 400 + 800 + 1.6 s of waiting at most.
 const WEBHOOK_TRIES: usize = 6;
-
-/// How often Start looks for the TrainJob's Workload in Kueue mode.
-const WORKLOAD_POLL: Duration = Duration::from_secs(1);
-
-/// The source of Start's refusal when Kueue made the TrainJob's Workload without the
-/// start gate: Factory's probe refuses the cluster on it, where any other failure of
-/// the probe leaves the Backend observe-only.
-#[derive(Debug)]
-pub(crate) struct KueueDoesNotGate;
-
-impl std::fmt::Display for KueueDoesNotGate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Kueue does not honour kueue.x-k8s.io/admission-gated-by")
-    }
-}
-
-impl std::error::Error for KueueDoesNotGate {}
-
-impl KueueDoesNotGate {
-    /// Whether `error` is Start's refusal for it.
-    pub(crate) fn refused(error: &Error) -> bool {
-        std::error::Error::source(error).is_some_and(|s| s.is::<KueueDoesNotGate>())
-    }
-}
 
 /// The runtime copy a Start runs on.
 struct RuntimeCopy {
@@ -75,11 +48,11 @@ impl Inner {
                 return Err(Error::unsupported(format!("the backend is observe-only: {missing}")));
             }
         }
-        self.start_as(cx, request, Purpose::Job).await
+        self.start_for_purpose(cx, request, Purpose::Job).await
     }
 
     /// Steps 2 to 9, for a job or for the preflight probe.
-    pub(crate) async fn start_as(
+    pub(crate) async fn start_for_purpose(
         &self,
         cx: &CallContext,
         request: &StartRequest,
@@ -305,68 +278,6 @@ impl Inner {
         Ok(())
     }
 
-    /// Refuses a job whose Workload Kueue would admit without running the ClusterQueue's
-    /// admission checks (`kueue::checks_apply`): it would run with no readmission gate
-    /// and no admission count. A LocalQueue or ClusterQueue gone since preflight is
-    /// refused too.
-    async fn refuse_if_kueue_would_not_check(
-        &self,
-        cx: &CallContext,
-        workload: &Value,
-    ) -> Result<()> {
-        let (queue, check) = match &self.settings.kueue {
-            Some(k) => (k.queue.as_str(), k.admission_check.as_str()),
-            None => return Err(Error::rejected("kueue settings are missing")),
-        };
-        let cluster_queue = match crate::factory::read_queues(&self.cluster, &self.settings, cx)
-            .await?
-        {
-            (_, Some(cq)) => cq,
-            (None, _) => return Err(Error::rejected(format!("LocalQueue {queue} does not exist"))),
-            (Some(lq), None) => {
-                let cq = kueue::cluster_queue_of(&lq).unwrap_or_default();
-                return Err(Error::rejected(format!("ClusterQueue {cq} does not exist")));
-            }
-        };
-        kueue::checks_apply(workload, &cluster_queue, check).map_err(Error::rejected)
-    }
-
-    /// Waits up to `timeouts.workload`, looking every second, for the TrainJob's
-    /// Workload to carry dispatch's gate and list the admission check; returns it. A
-    /// Workload made without the gate ends the wait at once: this Kueue does not gate
-    /// admission, and the refusal is *unsupported*, its source [`KueueDoesNotGate`].
-    async fn await_workload(&self, cx: &CallContext, uid: &str) -> Result<Value> {
-        let check =
-            self.settings.kueue.as_ref().map(|k| k.admission_check.as_str()).unwrap_or_default();
-        let limit = self.settings.timeouts.workload.to_std().unwrap_or_default();
-        let workloads = self.cluster.objects(WORKLOAD, &self.settings.namespace);
-        let selector = format!("{}={uid}", keys::KUEUE_JOB_UID);
-        let started = edge::timer();
-        let mut last = "Kueue made no Workload for it".to_owned();
-        loop {
-            for workload in workloads.list_whole(cx, &selector).await? {
-                match kueue::workload_ready(&workload, check) {
-                    Ok(()) => return Ok(workload),
-                    Err(NotReady::KueueDoesNotGate(why)) => {
-                        return Err(Error::unsupported(why).with_source(KueueDoesNotGate));
-                    }
-                    Err(NotReady::Waiting(why)) => last = why,
-                }
-            }
-            if started.elapsed() >= limit {
-                return Err(Error::rejected(format!(
-                    "no ready Workload within {}: {last}",
-                    self.settings.timeouts.workload
-                )));
-            }
-            tokio::select! {
-                () = tokio::time::sleep(WORKLOAD_POLL) => {}
-                () = cx.cancelled() => return Err(waiting_ended()),
-                () = edge::deadline(cx) => return Err(waiting_ended()),
-            }
-        }
-    }
-
     /// Stops a TrainJob Start is refusing: the refusal carries the reference; a stop
     /// that fails too makes the outcome unknown.
     async fn stop_refused(&self, cx: &CallContext, cause: Error, object: ObjectRef) -> Error {
@@ -398,10 +309,4 @@ impl Inner {
             .with_object(object),
         }
     }
-}
-
-fn waiting_ended() -> Error {
-    Error::outcome_unknown(
-        "the call ended while Start waited for the Workload: the stop it would attempt cannot be sent either, so the TrainJob may remain",
-    )
 }

@@ -12,7 +12,8 @@ use dispatch_core::{CallContext, Error, JobId, Kind, ObjectRef, Result};
 use dispatch_kf_client::Deleted;
 use dispatch_kf_client::error_map::RequestClass;
 use dispatch_kf_client::resources::{JOB, POD, Resource};
-use dispatch_kf_model::{Snapshot, names, removal};
+use dispatch_kf_model::internal::removal;
+use dispatch_kf_model::{Snapshot, names};
 
 use crate::refs::resource_of;
 use crate::{Inner, edge};
@@ -48,7 +49,7 @@ impl Inner {
             // A failed UID precondition means another instance holds the name, so ours
             // is gone; a conflict for any other reason leaves ours in place: look.
             Deleted::PreconditionFailed => match objects.get_opt(cx, &object.name).await? {
-                Some(o) if dispatch_kf_model::json::uid(&o) == object.uid => {
+                Some(o) if dispatch_kf_model::internal::json::uid(&o) == object.uid => {
                     Err(Error::rejected(format!(
                         "delete {} {}: a conflict, and the object of UID {} is still there",
                         object.resource.kind, object.name, object.uid
@@ -275,7 +276,7 @@ impl Instance {
         }
     }
 
-    fn from_meta(resource: Resource, meta: &dispatch_kf_model::Meta) -> Instance {
+    fn from_meta(resource: Resource, meta: &dispatch_kf_model::view::Meta) -> Instance {
         Instance { resource, name: meta.name().to_owned(), uid: meta.uid().to_owned() }
     }
 }

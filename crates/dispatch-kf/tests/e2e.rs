@@ -3,12 +3,14 @@
 //! which sets `DISPATCH_KF_E2E_KUBECONFIG`). A scenario speaks only the Backend's public
 //! API and plain Kubernetes reads; the target (`e2e/target.rs`) is the only part that
 //! knows which cluster it is on. What the suite fixes and what a real cluster needs:
-//! `docs/e2e.md`.
+//! `docs/dev/e2e.md`.
 //!
 //! The Kueue-mode scenario needs Kueue and the readmission gate: on the sim the target
 //! brings both; a real cluster must run them (`cargo xtask cluster up --kueue` and
 //! `cargo xtask cluster gate`), and one that does not serve Kueue's API skips it.
 
+#[path = "e2e/by_hand.rs"]
+mod by_hand;
 #[path = "e2e/suite.rs"]
 mod suite;
 #[path = "e2e/target.rs"]
@@ -16,11 +18,12 @@ mod target;
 #[path = "e2e/told.rs"]
 mod told;
 
+use by_hand::ByHand;
 use dispatch_core::{
     Answer, Backend, Capability, CauseKind, CessationSignal, JobId, Kind as Sentinel, ObjectObs,
     ObjectRef, ObjectState, OutputStream, Provenance, Source, StartRequest,
 };
-use dispatch_kf_model::capabilities::Writability;
+use dispatch_kf_model::internal::capabilities::Writability;
 use dispatch_kf_model::keys;
 use futures::StreamExt;
 use serde_json::json;
@@ -559,7 +562,7 @@ async fn holding_and_releasing_at_once_again_and_again_is_refused_only_while_pod
 /// The same in Kueue mode: the readmission gate would admit the Workload again at once
 /// and the resumed Jobs would make their pods beside the held ones still terminating,
 /// so Release answers pods-remain there too until they are gone (found by the chaos
-/// run, docs/chaos.md).
+/// run, docs/dev/chaos.md).
 #[tokio::test]
 async fn in_kueue_mode_holding_and_releasing_at_once_is_refused_only_while_pods_remain() {
     let job = job(26);
@@ -707,69 +710,28 @@ async fn a_runtime_whose_jobset_restarts_one_job_is_refused_and_nothing_runs() {
 async fn a_train_job_made_by_hand_is_explained_running_and_foreign_then_told_out_of_memory() {
     use dispatch_kf::{Explain, ModeChoice, explain};
     use dispatch_kf_client::Scope;
-    use kube::api::{DeleteParams, PostParams};
     const NAME: &str = "dispatch-e2e-by-hand";
     let w = BackendOnTarget::new().await;
     let controller = w.cause_controller().await;
-    let train_jobs = w.objects(Kind::TrainJob);
-    let cluster = dispatch_kf_client::Cluster::from_kube_config(
-        w.target.config().await,
-        std::time::Duration::from_secs(30),
-    )
-    .unwrap();
-    let named = Explain {
-        scope: Scope::Named { namespace: suite::NAMESPACE, name: NAME },
-        mode: ModeChoice::Auto,
-        backend: "kubeflow-e2e",
-    };
-    let gone = async || match explain(&cluster, &patient_cx(), named).await {
-        Err(e) if e.is(Sentinel::NotFound) => Ok(()),
-        other => Err(format!("{other:#?}")),
-    };
-    // A leftover of an interrupted earlier run goes first.
-    let _ = train_jobs.delete(NAME, &DeleteParams::background()).await;
-    w.target.until("no TrainJob left by an earlier run", gone).await;
-
-    let by_hand = json!({
-        "apiVersion": keys::TRAINER_API_VERSION, "kind": "TrainJob",
-        "metadata": {"name": NAME, "namespace": suite::NAMESPACE},
-        "spec": {"runtimeRef": {"apiGroup": keys::TRAINER_GROUP, "kind": keys::KIND_TRAINING_RUNTIME,
-                                "name": suite::Runtime::Plain.name()},
-                 "trainer": {"numNodes": 1, "command": Program::Sleep.command()}},
-    });
-    let by_hand = serde_json::from_value(by_hand).unwrap();
-    train_jobs.create(&PostParams::default(), &by_hand).await.expect("the TrainJob by hand");
-    let running = w
-        .target
-        .until("the TrainJob made by hand running", async || {
-            let obs = explain(&cluster, &patient_cx(), named).await.map_err(|e| e.to_string())?;
-            match obs.as_slice() {
-                [one] if one.state == ObjectState::Running => Ok(one.clone()),
-                other => Err(format!("{other:#?}")),
-            }
-        })
+    let by_hand = ByHand::make(&w, NAME, Runtime::Plain, Program::Sleep, (1, 0)).await;
+    let running = by_hand
+        .until("the TrainJob made by hand running", |o| o.state == ObjectState::Running)
         .await;
     assert!(running.foreign, "{running:#?}");
     assert!(running.cause.detail.contains(&format!("name {NAME} is not one dispatch makes")));
-    let namespace = Explain { scope: Scope::Namespace(suite::NAMESPACE), ..named };
-    let all = explain(&cluster, &patient_cx(), namespace).await.unwrap();
+    let namespace = Explain {
+        scope: Scope::Namespace(suite::NAMESPACE),
+        mode: ModeChoice::Auto,
+        backend: "kubeflow-e2e",
+    };
+    let all = explain(by_hand.cluster(), &patient_cx(), namespace).await.unwrap();
     assert!(all.iter().any(|o| o.object == running.object), "{all:#?}");
 
     // Its rank runs out of memory: explained so, and told so by the cause controller.
-    let pods = w.objects(Kind::Pod);
-    let of_it = kube::api::ListParams::default().labels(&format!("{}={NAME}", keys::JOBSET_NAME));
-    let rank = pods.list(&of_it).await.unwrap().items.into_iter().next().expect("its pod");
-    w.target.oom(w.kube(), &rank.metadata.name.unwrap()).await;
-    let ended = w
-        .target
-        .until("the TrainJob made by hand ended", async || {
-            let obs = explain(&cluster, &patient_cx(), named).await.map_err(|e| e.to_string())?;
-            match obs.as_slice() {
-                [one] if one.state == ObjectState::Ended => Ok(one.clone()),
-                other => Err(format!("{other:#?}")),
-            }
-        })
-        .await;
+    let (rank, _) = by_hand.pods().await.into_iter().next().expect("its pod");
+    w.target.oom(w.kube(), &rank).await;
+    let ended =
+        by_hand.until("the TrainJob made by hand ended", |o| o.state == ObjectState::Ended).await;
     assert_eq!(ended.cause.kind, CauseKind::OutOfMemory, "{ended:#?}");
     if controller.is_some() {
         // The Event says why it stopped, not whose it is: none of explain's notes.
@@ -777,16 +739,56 @@ async fn a_train_job_made_by_hand_is_explained_running_and_foreign_then_told_out
         let note = event["note"].as_str().unwrap_or_default();
         assert!(note.contains("OOMKilled") && !note.contains("dispatch makes"), "{event:#}");
     }
+    by_hand.delete().await;
+}
 
-    train_jobs.delete(NAME, &DeleteParams::background()).await.expect("delete");
-    w.target.until("the TrainJob made by hand gone", gone).await;
-    // Its pods go with it, so that no later scenario's record holds them.
-    w.target
-        .until("the pods of the TrainJob made by hand gone", async || {
-            let left = pods.list(&of_it).await.map_err(|e| e.to_string())?;
-            if left.items.is_empty() { Ok(()) } else { Err(format!("{} pods", left.items.len())) }
-        })
-        .await;
+/// TrainJobs made by hand end as dispatch's do, and each end is told once with its
+/// reason: a rank that exits 1, a rank the scheduler preempts for a pod of higher
+/// priority, and a node lost under a rank (`docs/events.md`). `explain`, a read after the
+/// end, names the cause where the pods are still there (the exit); once the preempted
+/// or lost ranks' pods are gone only a watcher that saw them knows, as the cause
+/// controller and a Watch do.
+#[tokio::test]
+async fn train_jobs_made_by_hand_that_exit_one_are_preempted_or_lose_their_node_are_told_why() {
+    let w = BackendOnTarget::new().await;
+    let Some(_controller) = w.cause_controller().await else {
+        println!("skipped: no cause controller runs on this cluster");
+        return;
+    };
+    let ended = |o: &ObjectObs| o.state == ObjectState::Ended;
+
+    let exits =
+        ByHand::make(&w, "dispatch-e2e-by-hand-exit", Runtime::Plain, Program::Fail, (1, 0)).await;
+    let obs = exits.until("exit 1 ended", ended).await;
+    assert_eq!(obs.cause.kind, CauseKind::NonZeroExit, "{obs:#?}");
+    w.told_once(&obs.object, "NonZeroExit", "Ended").await;
+    exits.delete().await;
+
+    // Two ranks of four GPUs fill the node; the preemptor needs four.
+    w.own_node(PREEMPTION_NODE, 8).await;
+    let runtime = Runtime::OnOwnNode(PREEMPTION_NODE);
+    let preempted =
+        ByHand::make(&w, "dispatch-e2e-by-hand-preempted", runtime, Program::Sleep, (2, 4)).await;
+    preempted.until("both ranks running", |o| o.state == ObjectState::Running).await;
+    let (victim, _) = preempted.pods().await.into_iter().next().expect("a rank");
+    w.target.scheduler_preempt(w.kube(), &victim, PREEMPTION_NODE, 4).await;
+    let obs = preempted.until("the preempted job ended", ended).await;
+    w.told_once(&obs.object, "Preempted", "Ended").await;
+    w.target.end_scheduler_preemption(w.kube()).await;
+    preempted.delete().await;
+    w.target.remove_node(w.kube(), PREEMPTION_NODE).await;
+
+    w.own_node(LOST_NODE, 8).await;
+    let runtime = Runtime::OnOwnNode(LOST_NODE);
+    let lost = ByHand::make(&w, "dispatch-e2e-by-hand-lost", runtime, Program::Sleep, (1, 0)).await;
+    lost.until("its rank running", |o| o.state == ObjectState::Running).await;
+    w.target.lose_node(w.kube(), LOST_NODE).await;
+    lost.until("its rank evicted", |o| o.cause.detail.contains("terminating")).await;
+    w.target.take_out_of_service(w.kube(), LOST_NODE).await;
+    let obs = lost.until("the job on the lost node ended", ended).await;
+    w.told_once(&obs.object, "NodeLost", "Ended").await;
+    lost.delete().await;
+    w.target.remove_node(w.kube(), LOST_NODE).await;
 }
 
 /// The cause controller tells each end once: a restart of it tells nothing again, and

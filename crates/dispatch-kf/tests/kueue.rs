@@ -4,7 +4,7 @@
 
 use dispatch_core::{Backend, Capability, Kind, ObjectState};
 use dispatch_kf::KubeflowBackend;
-use dispatch_kf_model::capabilities::Writability;
+use dispatch_kf_model::internal::capabilities::Writability;
 use dispatch_kf_model::keys;
 use dispatch_kf_sim::{Identity, Releases, Rule, Sim, SimOptions};
 use dispatch_kf_testkit::*;
@@ -452,7 +452,7 @@ const RELEASES: &str = "dispatch.phpboyscout.uk/releases";
 /// (here: the cluster has not acted on the Hold yet), so Release answers pods-remain
 /// and counts no Release; once they are gone it is taken. Before, it was taken at once,
 /// Kueue admitted the Workload again, and on a busy real cluster the resumed Jobs' pods
-/// ran beside the held ones still terminating (found by the chaos run, docs/chaos.md).
+/// ran beside the held ones still terminating (found by the chaos run, docs/dev/chaos.md).
 #[tokio::test]
 async fn a_kueue_release_while_the_held_pods_remain_is_pods_remain_and_counts_no_release() {
     let sim = cluster().await;

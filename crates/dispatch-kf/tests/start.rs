@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use dispatch_core::{Backend, CallContext, Capability, Error, Kind, ObjectState};
 use dispatch_kf::KubeflowBackend;
-use dispatch_kf_model::capabilities::Writability;
+use dispatch_kf_model::internal::capabilities::Writability;
 use dispatch_kf_model::{keys, names};
 use dispatch_kf_sim::{Fault, FaultAction, Releases, SimOptions};
 use dispatch_kf_testkit::*;
@@ -36,7 +36,7 @@ async fn a_trainer_without_runtime_patches_is_refused_at_factory_naming_the_vers
             .err()
             .expect("Trainer v2.1 is refused");
     assert_eq!(err.kind(), Kind::Unsupported, "{err:?}");
-    assert_eq!(err.message(), dispatch_kf_model::served::TRAINER_WITHOUT_RUNTIME_PATCHES);
+    assert_eq!(err.message(), dispatch_kf_model::internal::served::TRAINER_WITHOUT_RUNTIME_PATCHES);
     assert_nothing_left(&sim);
     let observer = backend(&sim, settings(json!({"readOnly": true}))).await;
     assert_eq!(observer.preflight().access, Writability::ReadOnly);
@@ -411,7 +411,7 @@ async fn a_probe_that_met_no_answer_fails_factory_and_one_denied_is_observe_only
         panic!("{:?}", b.preflight().access)
     };
     assert!(missing.contains("is invalid: x"), "{missing}");
-    assert!(dispatch_kf_model::capabilities::lasting(&b.preflight().facts));
+    assert!(dispatch_kf_model::internal::capabilities::lasting(&b.preflight().facts));
     assert_nothing_left(&sim);
 }
 

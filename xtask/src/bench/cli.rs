@@ -1,7 +1,7 @@
 //! `cargo xtask bench cli`: every command's wall time on `sim serve`, as a user runs
 //! them (a new process each, the release build, only a kubeconfig), the median of
 //! [`ROUNDS`] rounds, each round a job of its own; then the bar: each writing command
-//! within 2x a `find` (docs/benchmarks.md#commands-cargo-xtask-bench-cli).
+//! within 2x a `find` (docs/dev/benchmarks.md#commands-cargo-xtask-bench-cli).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

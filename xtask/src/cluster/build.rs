@@ -28,7 +28,7 @@ pub(crate) fn binary(component: &Component) -> PathBuf {
 }
 
 /// Builds every command of `stack` not yet in the cache, printing what it does; the
-/// first build on an empty Go cache takes a while (docs/real-cluster.md has the figures).
+/// first build on an empty Go cache takes a while (docs/dev/real-cluster.md has the figures).
 pub(crate) fn build_missing(stack: &Stack) -> run::Result {
     let missing: Vec<Component> =
         stack.components().into_iter().filter(|c| !binary(c).exists()).collect();

@@ -3,7 +3,7 @@
 //! (`versions.rs`, `--stack`, `current` by default): etcd, kube-apiserver,
 //! kube-controller-manager, kube-scheduler, kwok playing the nodes' kubelets, and the
 //! JobSet, Trainer and (with `--kueue`) Kueue controllers with their CRDs and webhooks.
-//! docs/real-cluster.md says what runs, how to start it and where its logs are.
+//! docs/dev/real-cluster.md says what runs, how to start it and where its logs are.
 
 mod build;
 mod components;
@@ -150,7 +150,7 @@ fn parse_up(args: &[String]) -> Result<Options, String> {
     }
     if options.nodes < 3 {
         // With every node lost, the node lifecycle controller stops evicting; a node-loss
-        // test needs healthy nodes beside the lost one (docs/real-cluster.md).
+        // test needs healthy nodes beside the lost one (docs/dev/real-cluster.md).
         return Err("--nodes must be at least 3, so that one node can be lost while the others stay healthy".into());
     }
     Ok(options)

@@ -2,7 +2,7 @@
 //! versions that are released and tested together, with what each needs on top of the
 //! common flags (an apiserver flag, a Kueue feature gate). Everything else (the wrapper
 //! `go.mod`s, the cache paths, the arguments of each process, the tables of
-//! docs/real-cluster.md and docs/compatibility.md) follows from it.
+//! docs/dev/real-cluster.md and docs/compatibility.md) follows from it.
 //!
 //! `current` is the default everywhere: Trainer v2.3.0, Kueue v0.19.2 and JobSet v0.12.0
 //! are built against the Kubernetes 0.36 client libraries, so its control plane is
@@ -214,7 +214,7 @@ pub(crate) const STACKS: [Stack; 5] = [
         support: Support::Refused(Refusal {
             why: "Trainer v2.1's TrainJob has no spec.runtimePatches, which the adapter writes its gate and holds into",
             kueue_only: false,
-            words: dispatch_kf_model::served::TRAINER_WITHOUT_RUNTIME_PATCHES,
+            words: dispatch_kf_model::internal::served::TRAINER_WITHOUT_RUNTIME_PATCHES,
         }),
         kubernetes: "v1.34.4",
         etcd: ETCD,
@@ -233,7 +233,7 @@ pub(crate) const STACKS: [Stack; 5] = [
         support: Support::Refused(Refusal {
             why: "Kueue v0.17 and v0.18 honour kueue.x-k8s.io/admission-gated-by only with the AdmissionGatedBy feature gate",
             kueue_only: true,
-            words: dispatch_kf_model::kueue::KUEUE_DOES_NOT_GATE,
+            words: dispatch_kf_model::internal::kueue::KUEUE_DOES_NOT_GATE,
         }),
         kueue_feature_gates: &[],
         ..OLDEST

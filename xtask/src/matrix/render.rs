@@ -34,7 +34,7 @@ pub(crate) fn generated(results: &Results, stacks: &[Stack], modes: &[&str]) -> 
     out.push_str(&versions_table(stacks));
     out.push_str("\n## What each stack needs\n\n");
     out.push_str(&format!(
-        "Every stack gets the flags [real-cluster.md](real-cluster.md) describes and the \
+        "Every stack gets the flags [real-cluster.md](dev/real-cluster.md) describes and the \
          Kueue feature gates {}; each adds:\n\n",
         list(COMMON_KUEUE_FEATURE_GATES)
     ));

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{markdown_pages, shown, workspace_rust_files};
+use super::{markdown_pages, prose_lines, shown, workspace_rust_files};
 use crate::run::project_root;
 
 /// How the series a page names begin or end: the metrics the controllers serve and the
@@ -24,22 +24,14 @@ const TEST_NAME_WORDS: usize = 4;
 /// [`TEST_NAME_WORDS`] words or more outside fenced code, a `path::` before it dropped.
 fn cited(markdown: &str) -> Vec<(usize, &str)> {
     let mut found = Vec::new();
-    let mut fenced = false;
-    for (index, line) in markdown.lines().enumerate() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
+    for (number, line) in prose_lines(markdown) {
         // Between the odd and even backticks of the line.
         for quoted in line.split('`').skip(1).step_by(2) {
             let name = quoted.rsplit("::").next().unwrap_or(quoted).trim_end_matches("()");
             if reads_as_a_test(name)
                 && !SERIES.iter().any(|s| name.starts_with(s) || name.ends_with(s))
             {
-                found.push((index + 1, name));
+                found.push((number, name));
             }
         }
     }

@@ -15,7 +15,7 @@ use dispatch_core::{
     ObjectRef, OutputStream, Result, StartRequest, Watcher,
 };
 use dispatch_kf::KubeflowBackend;
-use dispatch_kf_model::capabilities::Writability;
+use dispatch_kf_model::internal::capabilities::Writability;
 use dispatch_kf_model::{Settings, keys};
 use dispatch_kf_sim::{Sim, SimOptions};
 use futures::StreamExt;
@@ -71,7 +71,7 @@ fn gate_serves(sim: &Sim) -> bool {
         .is_some_and(|l| l["spec"]["holderIdentity"].is_string());
     let active = sim
         .get("admissionchecks", "", "dispatch-readmission")
-        .is_some_and(|c| dispatch_kf_model::json::has_true_condition(&c, "Active"));
+        .is_some_and(|c| dispatch_kf_model::internal::json::has_true_condition(&c, "Active"));
     held && active
 }
 

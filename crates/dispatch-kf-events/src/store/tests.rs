@@ -1,7 +1,7 @@
 //! Where the store files each kind, what each change concerns, and what a deleted pod
 //! leaves.
 
-use dispatch_kf_model::answer::read_object;
+use dispatch_kf_model::internal::answer::read_object;
 use serde_json::{Value, json};
 
 use super::*;

@@ -10,7 +10,7 @@ use super::execution;
 use super::index::{Index, Map, PodRef};
 use super::instance::Instance;
 use super::node_loss::NodeLoss;
-use crate::ended::EndRecord;
+use crate::internal::ended::EndRecord;
 use crate::keys;
 use crate::mode::Mode;
 use crate::names;

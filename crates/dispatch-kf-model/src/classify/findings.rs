@@ -211,7 +211,7 @@ mod tests {
                     "exitCode": code, "reason": "Error", "finishedAt": "2026-11-29T10:00:00Z",
                     "message": if code == 125 { "dispatch-prologue: no working directory" } else { "" }}}}]},
             });
-            match crate::answer::read_object(object.to_string().as_bytes()).unwrap() {
+            match crate::internal::answer::read_object(object.to_string().as_bytes()).unwrap() {
                 crate::view::View::Pod(p) => p,
                 other => panic!("{other:?}"),
             }

@@ -1,6 +1,6 @@
 //! The render limits: what the Trainer's API can hold (`docs/render.md#the-spec`: more
 //! than 124 command items, or more than 122 env entries (121 with WorkDir), is
-//! `ErrInvalid`, because the Trainer allows 128 of each).
+//! *invalid*, because the Trainer allows 128 of each).
 //!
 //! Also the Trainer's `int32` fields: `numNodes` and `numProcPerNode` above 2^31-1
 //! cannot be written, and are `Invalid` too.

@@ -42,7 +42,7 @@ pub enum Purpose {
     Job,
     /// The preflight probe: its runtime patch adds the node selector
     /// `dispatch.phpboyscout.uk/probe: never`, which no node matches, and its TrainJob
-    /// and copy carry the probe's label and `expires` (`crate::probe`).
+    /// and copy carry the probe's label and `expires` (`crate::internal::probe`).
     Probe {
         /// When the probe has ended, its clean-up included (`probe::Budget::expires`).
         expires: jiff::Timestamp,

@@ -36,7 +36,7 @@ fn common_labels(request: &StartRequest) -> Map<String, Value> {
 }
 
 /// The probe's mark on its TrainJob and runtime copy: the label that finds them and
-/// the annotation that says when their probe has ended (`crate::probe`).
+/// the annotation that says when their probe has ended (`crate::internal::probe`).
 fn mark_probe(
     purpose: Purpose,
     labels: &mut Map<String, Value>,

@@ -1,5 +1,5 @@
 //! The request: reading one from bytes ([`read_request`]), and the refusals of its
-//! fields (`docs/render.md#the-request`: each refusal is `ErrInvalid`).
+//! fields (`docs/render.md#the-request`: each refusal is *invalid*).
 
 use dispatch_core::{Action, Error, JobId, JobSpec, StartRequest};
 use serde::Deserialize;

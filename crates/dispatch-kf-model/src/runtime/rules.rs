@@ -1,7 +1,7 @@
 //! The runtime rules: what a runtime must state before a job may run on it
 //! (`docs/runtime-requirements.md`, rules 1-8). A runtime not listed in `runtimes`, one
 //! that does not exist, one that breaks a rule, and ProcsPerNode on a runtime without
-//! `mlPolicy.torch` are all `ErrUnsupported`
+//! `mlPolicy.torch` are all *unsupported*
 //! (`docs/render.md#runtime-rules-unsupported-every-broken-rule-named`).
 //!
 //! [`check`] is the one place these rules live. Render calls it with the real name and

@@ -1,6 +1,6 @@
 //! [`Settings`]: one adapter instance's configuration, read strictly from JSON or YAML
 //! (`docs/settings.md`): a document that is malformed, or holds an unknown key, a null,
-//! or a value that fails validation, is `ErrInvalid`.
+//! or a value that fails validation, is *invalid*.
 //!
 //! An unknown key, a null, a wrong type or a failed validation is `Invalid`, and the
 //! message names the key path (`timeouts.stopJob`). Defaults are in [`defaults`].

@@ -163,7 +163,7 @@ mod tests {
             "metadata": {"name": "w", "namespace": "team"},
             "status": {"conditions": conditions},
         });
-        match crate::answer::read_object(object.to_string().as_bytes()).unwrap() {
+        match crate::internal::answer::read_object(object.to_string().as_bytes()).unwrap() {
             crate::view::View::Workload(w) => w,
             other => panic!("{other:?}"),
         }

@@ -194,7 +194,7 @@ mod tests {
     }
 
     fn view(object: serde_json::Value) -> crate::view::View {
-        crate::answer::read_object(object.to_string().as_bytes()).unwrap()
+        crate::internal::answer::read_object(object.to_string().as_bytes()).unwrap()
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! patch that merges the list-maps served here (`status.admissionChecks` by `name`,
 //! `conditions` by `type`) entry by entry, as their `x-kubernetes-list-map-keys` make a
 //! real apiserver do; field ownership and apply conflicts are not modelled. Both are
-//! documented in `docs/sim.md`.
+//! documented in `docs/dev/sim.md`.
 
 use serde_json::Value;
 

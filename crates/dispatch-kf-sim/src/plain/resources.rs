@@ -1,7 +1,7 @@
 //! The resources the simulated apiserver serves: one row per resource, as the real
 //! apiserver's discovery documents list them (core/v1, Trainer v1alpha1, JobSet
 //! v1alpha2, Kueue v1beta2, coordination/v1, authorization/v1, batch/v1, events/v1; see
-//! `docs/sim.md#the-apiserver`).
+//! `docs/dev/sim.md#the-apiserver`).
 
 /// One served resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@
 //! that the server validates fields itself.
 //!
 //! The Trainer's TrainJob is declared field by field, as Trainer v2.3.0's CRD declares
-//! it (`docs/sim.md#fields-and-openapi`). Every other kind declares its metadata only
+//! it (`docs/dev/sim.md#fields-and-openapi`). Every other kind declares its metadata only
 //! and keeps whatever `spec` and `status` it is sent (`x-kubernetes-preserve-unknown-
 //! fields`): the sim's fidelity there is its controllers', not its schemas'.
 

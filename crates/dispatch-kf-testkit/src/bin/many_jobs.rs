@@ -1,4 +1,4 @@
-//! `cargo xtask bench many-jobs` (`docs/benchmarks.md#a-big-cluster-cargo-xtask-bench-many-jobs`):
+//! `cargo xtask bench many-jobs` (`docs/dev/benchmarks.md#a-big-cluster-cargo-xtask-bench-many-jobs`):
 //! a cluster of many TrainJobs over many namespaces, read through `dispatch-kf` beside
 //! `kubectl`, in one run. With one dispatch job running in a namespace of its own, at
 //! each size (no other TrainJob, 1,000, then all of them, made by the bench as other

@@ -1,4 +1,4 @@
-//! `cargo xtask bench scale` (`docs/benchmarks.md#scale-cargo-xtask-bench-scale`): one
+//! `cargo xtask bench scale` (`docs/dev/benchmarks.md#scale-cargo-xtask-bench-scale`): one
 //! Backend in a namespace holding M other TrainJobs, watching N jobs of its own. For
 //! each cell it prints what the adapter received per Find (requests, bytes), the watch
 //! requests it made, Find's latency (median, p99), its CPU time per Find, its peak

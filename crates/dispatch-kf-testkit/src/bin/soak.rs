@@ -1,4 +1,4 @@
-//! `cargo xtask soak` (`docs/benchmarks.md#the-soak-cargo-xtask-soak`): one Backend drives jobs through
+//! `cargo xtask soak` (`docs/dev/benchmarks.md#the-soak-cargo-xtask-soak`): one Backend drives jobs through
 //! Start, Open, Hold, Release and StopJob on the simulated cluster while random faults
 //! hit its requests (resets before and after a write, 409, 410, 5xx, a connection that
 //! stays silent past the request timeout). After every step it checks the supervisor's

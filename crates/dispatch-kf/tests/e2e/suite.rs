@@ -470,7 +470,8 @@ impl BackendOnTarget {
     /// process killed mid-probe leaves them: the runtime copy and the TrainJob, rendered
     /// on the settings' probe runtime (the first listed, [`Runtime::Plain`]).
     pub(crate) async fn leave_probe(&self, job: &JobId, expires: jiff::Timestamp) {
-        use dispatch_kf_model::{Purpose, SourceRuntime, TokenSuffix, probe, render};
+        use dispatch_kf_model::internal::probe;
+        use dispatch_kf_model::{Purpose, SourceRuntime, TokenSuffix, render};
         let settings = self.backend.settings();
         assert_eq!(settings.probe_runtime.to_value(), Runtime::Plain.reference());
         let source = SourceRuntime::from_value(&Runtime::Plain.object()).expect("the runtime");

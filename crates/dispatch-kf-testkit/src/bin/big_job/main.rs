@@ -1,4 +1,4 @@
-//! `cargo xtask bench job` (`docs/benchmarks.md#one-big-job-cargo-xtask-bench-job`):
+//! `cargo xtask bench job` (`docs/dev/benchmarks.md#one-big-job-cargo-xtask-bench-job`):
 //! one job of many ranks on a real control plane, each step as a user runs it with
 //! `dispatch-kf`, beside what the same user would run with `kubectl` instead, in one
 //! run:

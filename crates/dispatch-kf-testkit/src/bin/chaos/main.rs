@@ -1,4 +1,4 @@
-//! `cargo xtask chaos` (`docs/chaos.md`): random faults on the real control plane while
+//! `cargo xtask chaos` (`docs/dev/chaos.md`): random faults on the real control plane while
 //! a supervisor model drives jobs through one Backend, checked by an observer that reads
 //! the cluster with plain Kubernetes requests, not through the adapter.
 //!

@@ -13,7 +13,7 @@
 //! that held the Job or after the first that missed the pod's TrainJob (so a pod made
 //! for an owner already deleted, or of a Job made after its TrainJob was: by a
 //! controller whose cache is behind), is no pod of the adapter's doing: it is noted
-//! and counted apart, not judged by checks 1 and 2 (docs/chaos.md).
+//! and counted apart, not judged by checks 1 and 2 (docs/dev/chaos.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -295,7 +295,7 @@ impl Checks {
             // The Trainer makes a running TrainJob's JobSet again at once when someone
             // deletes it, while the old one's pods still terminate: the same submission,
             // A and J, another JobSet. Nothing the adapter does can stop it; it is
-            // counted apart (docs/chaos.md).
+            // counted apart (docs/dev/chaos.md).
             let (submission, (admission, attempt, _)) = executions.first().expect("two");
             let remade = executions
                 .iter()
@@ -433,9 +433,10 @@ fn job_status(status: &serde_json::Value) -> String {
 /// the objects, not through the adapter).
 pub(crate) async fn probes(kube: &kube::Client) -> BTreeMap<String, bool> {
     let now = jiff::Timestamp::now();
-    let allowance = jiff::SignedDuration::try_from(dispatch_kf_model::probe::CLOCK_ALLOWANCE)
-        .expect("a short allowance");
-    let selector = dispatch_kf_model::probe::selector();
+    let allowance =
+        jiff::SignedDuration::try_from(dispatch_kf_model::internal::probe::CLOCK_ALLOWANCE)
+            .expect("a short allowance");
+    let selector = dispatch_kf_model::internal::probe::selector();
     let mut probes = BTreeMap::new();
     for kind in probe_kinds() {
         let api = Api::<DynamicObject>::namespaced_with(kube.clone(), NS, &kind);

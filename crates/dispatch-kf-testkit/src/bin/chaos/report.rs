@@ -1,6 +1,6 @@
 //! What the run saw, gathered as it goes (`Log`), and the report made of it at the end:
 //! faults by kind, calls by outcome, the cause table, memory, and every violation of
-//! the checks (docs/chaos.md says what each check is).
+//! the checks (docs/dev/chaos.md says what each check is).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

@@ -1,4 +1,4 @@
-//! `cargo xtask bench gate` (`docs/benchmarks.md#the-gate-under-load-cargo-xtask-bench-gate`):
+//! `cargo xtask bench gate` (`docs/dev/benchmarks.md#the-gate-under-load-cargo-xtask-bench-gate`):
 //! the readmission gate under load on a real control plane with Kueue and two gate
 //! replicas, beside Kueue admitting alone, in one run.
 //!

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use dispatch_kf_model::readmission;
+use dispatch_kf_model::internal::readmission;
 use dispatch_kf_testkit::follow::{Change, Followed, name_of};
 use kube::api::{Api, DynamicObject};
 use serde_json::Value;

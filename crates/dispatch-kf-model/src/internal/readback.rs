@@ -1,6 +1,6 @@
 //! Read-back: compare the TrainJob render wrote with what the apiserver holds (Start
 //! step 8; `docs/render.md#read-back`). A TrainJob changed since it was written is
-//! `ErrRejected`, naming the difference (`docs/errors.md#the-adapters-own-refusals`).
+//! *rejected*, naming the difference (`docs/errors.md#the-adapters-own-refusals`).
 //!
 //! Keys others added are fine; the `time` the Trainer's webhook stamps on a runtime
 //! patch and other managers' patch entries are ignored. Every difference is named by

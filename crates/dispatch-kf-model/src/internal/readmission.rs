@@ -25,7 +25,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::classify::execution::parse_counter;
-use crate::json::{annotation, has_true_condition};
+use crate::internal::json::{annotation, has_true_condition};
 use crate::keys;
 
 /// How long Kueue keeps a Workload the gate turned away before it queues it again

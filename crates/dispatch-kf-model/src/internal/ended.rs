@@ -11,7 +11,7 @@
 //! is not run again (the Trainer keeps that condition) and is not sealed.
 //!
 //! This module says what the record holds and which TrainJobs need one; the edit that
-//! writes it is [`crate::gates::seal`], the rule that reads it `classify::rules::sealed`.
+//! writes it is [`crate::internal::gates::seal`], the rule that reads it `classify::rules::sealed`.
 
 use dispatch_core::{Cause, Execution, ObjectKind, ObjectObs, ObjectRef, ObjectState};
 use serde::{Deserialize, Serialize};

@@ -9,7 +9,7 @@
 use jiff::Timestamp;
 use serde_json::Value;
 
-use crate::json::{annotation, has_true_condition};
+use crate::internal::json::{annotation, has_true_condition};
 use crate::keys;
 
 fn text<'v>(value: &'v Value, pointer: &str) -> Option<&'v str> {

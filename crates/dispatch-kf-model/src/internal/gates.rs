@@ -12,8 +12,8 @@ use dispatch_core::{Error, Refinement};
 use serde_json::{Map, Value, json};
 
 use crate::classify::execution::parse_counter;
-use crate::ended::EndRecord;
-use crate::json::annotation;
+use crate::internal::ended::EndRecord;
+use crate::internal::json::annotation;
 use crate::keys;
 use crate::names::parse_canonical_decimal;
 

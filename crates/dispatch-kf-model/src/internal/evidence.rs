@@ -6,8 +6,9 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::internal::ranks;
+use crate::keys;
 use crate::view::Pod;
-use crate::{keys, ranks};
 
 /// How many instances of a TrainJob name are kept (an instance is a JobSet, told by
 /// the UID its pods carry): the current one, and the one before it.
