@@ -713,6 +713,10 @@ async fn a_train_job_made_by_hand_is_explained_running_and_foreign_then_told_out
     const NAME: &str = "dispatch-e2e-by-hand";
     let w = BackendOnTarget::new().await;
     let controller = w.cause_controller().await;
+    let counted_before = match &controller {
+        Some(c) => c.ended_here(&w.target).await,
+        None => None,
+    };
     let by_hand = ByHand::make(&w, NAME, Runtime::Plain, Program::Sleep, (1, 0)).await;
     let running = by_hand
         .until("the TrainJob made by hand running", |o| o.state == ObjectState::Running)
@@ -733,17 +737,18 @@ async fn a_train_job_made_by_hand_is_explained_running_and_foreign_then_told_out
     let ended =
         by_hand.until("the TrainJob made by hand ended", |o| o.state == ObjectState::Ended).await;
     assert_eq!(ended.cause.kind, CauseKind::OutOfMemory, "{ended:#?}");
-    if controller.is_some() {
+    if let Some(controller) = &controller {
         // The Event says why it stopped, not whose it is: none of explain's notes.
         let event = w.told_once(&running.object, "OutOfMemory", "Ended").await;
         let note = event["note"].as_str().unwrap_or_default();
         assert!(note.contains("OOMKilled") && !note.contains("dispatch makes"), "{event:#}");
+        controller.until_counted(&w.target, counted_before.map(|c| c + 1.0)).await;
     }
     by_hand.delete().await;
 }
 
 /// TrainJobs made by hand end as dispatch's do, and each end is told once with its
-/// reason: a rank that exits 1, a rank the scheduler preempts for a pod of higher
+/// reason, and counted once: a rank that exits 1, a rank the scheduler preempts for a pod of higher
 /// priority, and a node lost under a rank (`docs/events.md`). `explain`, a read after the
 /// end, names the cause where the pods are still there (the exit); once the preempted
 /// or lost ranks' pods are gone only a watcher that saw them knows, as the cause
@@ -751,17 +756,19 @@ async fn a_train_job_made_by_hand_is_explained_running_and_foreign_then_told_out
 #[tokio::test]
 async fn train_jobs_made_by_hand_that_exit_one_are_preempted_or_lose_their_node_are_told_why() {
     let w = BackendOnTarget::new().await;
-    let Some(_controller) = w.cause_controller().await else {
+    let Some(controller) = w.cause_controller().await else {
         println!("skipped: no cause controller runs on this cluster");
         return;
     };
     let ended = |o: &ObjectObs| o.state == ObjectState::Ended;
+    let counted = controller.ended_here(&w.target).await;
 
     let exits =
         ByHand::make(&w, "dispatch-e2e-by-hand-exit", Runtime::Plain, Program::Fail, (1, 0)).await;
     let obs = exits.until("exit 1 ended", ended).await;
     assert_eq!(obs.cause.kind, CauseKind::NonZeroExit, "{obs:#?}");
     w.told_once(&obs.object, "NonZeroExit", "Ended").await;
+    controller.until_counted(&w.target, counted.map(|c| c + 1.0)).await;
     exits.delete().await;
 
     // Two ranks of four GPUs fill the node; the preemptor needs four.
@@ -774,6 +781,7 @@ async fn train_jobs_made_by_hand_that_exit_one_are_preempted_or_lose_their_node_
     w.target.scheduler_preempt(w.kube(), &victim, PREEMPTION_NODE, 4).await;
     let obs = preempted.until("the preempted job ended", ended).await;
     w.told_once(&obs.object, "Preempted", "Ended").await;
+    controller.until_counted(&w.target, counted.map(|c| c + 2.0)).await;
     w.target.end_scheduler_preemption(w.kube()).await;
     preempted.delete().await;
     w.target.remove_node(w.kube(), PREEMPTION_NODE).await;
@@ -787,8 +795,35 @@ async fn train_jobs_made_by_hand_that_exit_one_are_preempted_or_lose_their_node_
     w.target.take_out_of_service(w.kube(), LOST_NODE).await;
     let obs = lost.until("the job on the lost node ended", ended).await;
     w.told_once(&obs.object, "NodeLost", "Ended").await;
+    controller.until_counted(&w.target, counted.map(|c| c + 3.0)).await;
     lost.delete().await;
     w.target.remove_node(w.kube(), LOST_NODE).await;
+}
+
+/// A TrainJob made by hand in the suite's LocalQueue, admitted through the readmission
+/// gate as any Workload's first admission is, then preempted by Kueue for a Workload of
+/// higher priority: told once as an eviction (`Preempted`, action `Evicted`) and
+/// counted once. It is not readmitted (the gate waits for a Release, which only dispatch
+/// sends), so it is deleted.
+#[tokio::test]
+async fn a_train_job_made_by_hand_preempted_by_kueue_is_told_once_as_an_eviction() {
+    let Some(w) = BackendOnTarget::in_mode(suite::Mode::Kueue).await else { return };
+    let Some(controller) = w.cause_controller().await else {
+        println!("skipped: no cause controller runs on this cluster");
+        return;
+    };
+    let counted = controller.ended_here(&w.target).await;
+    let name = "dispatch-e2e-by-hand-queued";
+    let shape = (1, 8);
+    let queued =
+        ByHand::make_in(&w, name, Runtime::Plain, Program::Sleep, shape, Some(suite::QUEUE)).await;
+    let running = queued.until("admitted and running", |o| o.state == ObjectState::Running).await;
+    let workload = w.workload_of(&running.object.uid).await;
+    w.target.kueue_preempt(w.kube(), &workload).await;
+    w.told_once(&running.object, "Preempted", "Evicted").await;
+    controller.until_counted(&w.target, counted.map(|c| c + 1.0)).await;
+    w.target.end_preemption(w.kube(), &workload).await;
+    queued.delete().await;
 }
 
 /// The cause controller tells each end once: a restart of it tells nothing again, and
@@ -815,15 +850,8 @@ async fn the_cause_controller_tells_nothing_twice_across_its_restart() {
     // Told after the restart, so the restarted controller has read the first end too.
     w.told_once(&done, "Completed", "Ended").await;
     assert_eq!(w.told(&failed).await.len(), 1, "the first end told again after the restart");
-    if let Some(telemetry) = controller.telemetry() {
-        use dispatch_kf_replica::Telemetry as _;
-        let counted = telemetry.metrics_text();
-        let again = counted.lines().any(|l| {
-            l.starts_with("dispatch_trainjob_executions_ended_total{")
-                && l.contains("non-zero-exit")
-        });
-        assert!(!again, "counted again: {counted}");
-    }
+    // The restarted controller counts from nothing: the second end, not the first again.
+    controller.until_counted(&w.target, Some(1.0)).await;
     w.stop_leaves_nothing(&first).await;
     w.stop_leaves_nothing(&second).await;
 }

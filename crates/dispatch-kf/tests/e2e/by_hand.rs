@@ -26,7 +26,20 @@ impl<'a> ByHand<'a> {
         name: &'static str,
         runtime: Runtime,
         program: Program,
+        shape: (u32, u32),
+    ) -> ByHand<'a> {
+        Self::make_in(w, name, runtime, program, shape, None).await
+    }
+
+    /// [`ByHand::make`], in the LocalQueue `queue` when one is named (its
+    /// `kueue.x-k8s.io/queue-name` label), as a Kueue user makes one.
+    pub(crate) async fn make_in(
+        w: &'a BackendOnTarget,
+        name: &'static str,
+        runtime: Runtime,
+        program: Program,
         (nodes, gpus): (u32, u32),
+        queue: Option<&str>,
     ) -> ByHand<'a> {
         let cluster =
             Cluster::from_kube_config(w.target.config().await, std::time::Duration::from_secs(30))
@@ -37,9 +50,13 @@ impl<'a> ByHand<'a> {
         if gpus > 0 {
             trainer["resourcesPerNode"] = json!({"limits": {"nvidia.com/gpu": gpus}});
         }
+        let labels = match queue {
+            Some(queue) => json!({keys::KUEUE_QUEUE_NAME: queue}),
+            None => json!({}),
+        };
         let train_job = json!({
             "apiVersion": keys::TRAINER_API_VERSION, "kind": "TrainJob",
-            "metadata": {"name": name, "namespace": suite::NAMESPACE},
+            "metadata": {"name": name, "namespace": suite::NAMESPACE, "labels": labels},
             "spec": {"runtimeRef": {"apiGroup": keys::TRAINER_GROUP,
                                     "kind": keys::KIND_TRAINING_RUNTIME, "name": runtime.name()},
                      "trainer": trainer},

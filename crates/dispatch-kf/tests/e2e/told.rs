@@ -169,11 +169,95 @@ impl CauseController {
         }
     }
 
-    /// On the sim, the replica's telemetry.
-    pub(crate) fn telemetry(&self) -> Option<&Telemetry> {
-        match self {
-            CauseController::Sim { telemetry, .. } => Some(telemetry),
-            CauseController::Real => None,
+    /// What it serves on `/metrics` now: on the sim, its telemetry's text; on the real
+    /// control plane, a GET of the address its process last logged (a restart logs a
+    /// new one). `None` on a cluster `cargo xtask cluster up` did not start, whose
+    /// controller's address the suite cannot know.
+    pub(crate) async fn metrics(&self, target: &Target) -> Option<String> {
+        use dispatch_kf_replica::Telemetry as _;
+        match (self, target) {
+            (CauseController::Sim { telemetry, .. }, _) => Some(telemetry.metrics_text()),
+            (CauseController::Real, Target::Real(kubeconfig)) => {
+                let (status, text) =
+                    dispatch_kf_testkit::http_get(served_at(kubeconfig)?, "/metrics").await;
+                assert_eq!(status, 200, "{text}");
+                Some(text)
+            }
+            (CauseController::Real, Target::Sim(..)) => unreachable!("a real controller"),
         }
     }
+
+    /// The executions ended it has counted in the suite's namespace, over every other
+    /// label of `dispatch_trainjob_executions_ended_total`; `None` as for [`Self::metrics`].
+    pub(crate) async fn ended_here(&self, target: &Target) -> Option<f64> {
+        let namespace = format!("namespace=\"{NAMESPACE}\"");
+        let text = self.metrics(target).await?;
+        let counted = text
+            .lines()
+            .filter(|l| l.starts_with("dispatch_trainjob_executions_ended_total{"))
+            .filter(|l| l.contains(&namespace))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+        Some(counted.sum())
+    }
+
+    /// Waits until it has counted `count` ends in the suite's namespace (the counter
+    /// moves right after the Event is created), then checks it stays there a moment.
+    /// Where its metrics cannot be read, says so and checks nothing.
+    pub(crate) async fn until_counted(&self, target: &Target, count: Option<f64>) {
+        let (Some(count), Some(_)) = (count, self.ended_here(target).await) else {
+            println!(
+                "the cause controller's /metrics is not known here: its counter is not checked"
+            );
+            return;
+        };
+        target
+            .until(&format!("{count} ends counted"), async || {
+                let counted = self.ended_here(target).await;
+                if counted == Some(count) { Ok(()) } else { Err(format!("{counted:?} counted")) }
+            })
+            .await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(self.ended_here(target).await, Some(count), "counted again");
+    }
+}
+
+/// Where the real control plane's cause controller serves its probes and metrics: the
+/// address the last start in its log named (`<run folder>/logs/dispatch-kf-events.log`,
+/// beside the admin kubeconfig `cargo xtask cluster up` writes).
+pub(crate) fn served_at(kubeconfig: &std::path::Path) -> Option<std::net::SocketAddr> {
+    let log = kubeconfig.parent()?.join("logs").join("dispatch-kf-events.log");
+    let text = std::fs::read_to_string(log).ok()?;
+    let line = text.lines().rev().find(|l| l.contains("serving /healthz, /readyz and /metrics"))?;
+    // `address=127.0.0.1:PORT` as the text logs print it (with the terminal's colour
+    // codes, `ESC [ ... m`, taken out first), or `"address":"127.0.0.1:PORT"` in JSON.
+    let mut plain = String::new();
+    let mut in_code = false;
+    for c in line.chars() {
+        match (in_code, c) {
+            (false, '\u{1b}') => in_code = true,
+            (true, 'm') => in_code = false,
+            (false, c) => plain.push(c),
+            (true, _) => {}
+        }
+    }
+    let (_, rest) = plain.rsplit_once("address")?;
+    let rest = rest.trim_start_matches(['=', '"', ':']);
+    let end =
+        rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ':')).unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+#[test]
+fn the_controllers_address_is_read_from_its_text_or_json_log() {
+    let dir = std::env::temp_dir().join(format!("dispatch-e2e-served-at-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    let log = dir.join("logs").join("dispatch-kf-events.log");
+    let text = "\u{1b}[2m2026-12-06T04:08:52Z\u{1b}[0m INFO serving /healthz, /readyz and /metrics \u{1b}[3maddress\u{1b}[0m\u{1b}[2m=\u{1b}[0m127.0.0.1:45415\n";
+    let json = r#"{"fields":{"message":"serving /healthz, /readyz and /metrics","address":"127.0.0.1:41000"}}"#;
+    std::fs::write(&log, format!("{text}{json}\n")).unwrap();
+    let kubeconfig = dir.join("admin.kubeconfig");
+    assert_eq!(served_at(&kubeconfig), Some("127.0.0.1:41000".parse().unwrap()), "the last start");
+    std::fs::write(&log, text).unwrap();
+    assert_eq!(served_at(&kubeconfig), Some("127.0.0.1:45415".parse().unwrap()));
+    std::fs::remove_dir_all(dir).unwrap();
 }
