@@ -732,7 +732,7 @@ async fn a_train_job_made_by_hand_is_explained_running_and_foreign_then_told_out
     assert!(all.iter().any(|o| o.object == running.object), "{all:#?}");
 
     // Its rank runs out of memory: explained so, and told so by the cause controller.
-    let (rank, _) = by_hand.pods().await.into_iter().next().expect("its pod");
+    let (rank, _) = by_hand.until_pods_run(1).await.into_iter().next().expect("its pod");
     w.target.oom(w.kube(), &rank).await;
     let ended =
         by_hand.until("the TrainJob made by hand ended", |o| o.state == ObjectState::Ended).await;
@@ -777,7 +777,7 @@ async fn train_jobs_made_by_hand_that_exit_one_are_preempted_or_lose_their_node_
     let preempted =
         ByHand::make(&w, "dispatch-e2e-by-hand-preempted", runtime, Program::Sleep, (2, 4)).await;
     preempted.until("both ranks running", |o| o.state == ObjectState::Running).await;
-    let (victim, _) = preempted.pods().await.into_iter().next().expect("a rank");
+    let (victim, _) = preempted.until_pods_run(2).await.into_iter().next().expect("a rank");
     w.target.scheduler_preempt(w.kube(), &victim, PREEMPTION_NODE, 4).await;
     let obs = preempted.until("the preempted job ended", ended).await;
     w.told_once(&obs.object, "Preempted", "Ended").await;
@@ -790,6 +790,7 @@ async fn train_jobs_made_by_hand_that_exit_one_are_preempted_or_lose_their_node_
     let runtime = Runtime::OnOwnNode(LOST_NODE);
     let lost = ByHand::make(&w, "dispatch-e2e-by-hand-lost", runtime, Program::Sleep, (1, 0)).await;
     lost.until("its rank running", |o| o.state == ObjectState::Running).await;
+    lost.until_pods_run(1).await;
     w.target.lose_node(w.kube(), LOST_NODE).await;
     lost.until("its rank evicted", |o| o.cause.detail.contains("terminating")).await;
     w.target.take_out_of_service(w.kube(), LOST_NODE).await;

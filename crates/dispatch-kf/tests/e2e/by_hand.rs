@@ -94,7 +94,7 @@ impl<'a> ByHand<'a> {
     }
 
     /// The names of its pods, and the node of each.
-    pub(crate) async fn pods(&self) -> Vec<(String, String)> {
+    async fn pods(&self) -> Vec<(String, String)> {
         let of_it = ListParams::default().labels(&format!("{}={}", keys::JOBSET_NAME, self.name));
         let pods = self.w.objects(Kind::Pod).list(&of_it).await.unwrap().items;
         pods.into_iter()
@@ -103,6 +103,36 @@ impl<'a> ByHand<'a> {
                 (p.metadata.name.unwrap_or_default(), node)
             })
             .collect()
+    }
+
+    /// Waits until `count` pods of it run, their containers started (on the real
+    /// control plane, once kwok has played the pod's ready stage, which would overwrite
+    /// a status written before it); their names and nodes.
+    pub(crate) async fn until_pods_run(&self, count: usize) -> Vec<(String, String)> {
+        let of_it = ListParams::default().labels(&format!("{}={}", keys::JOBSET_NAME, self.name));
+        let pods = self.w.objects(Kind::Pod);
+        self.w
+            .target
+            .until(&format!("{count} pods of {} running", self.name), async || {
+                let listed = pods.list(&of_it).await.map_err(|e| e.to_string())?.items;
+                let started = |p: &kube::api::DynamicObject| {
+                    let statuses = p.data["status"]["containerStatuses"].as_array();
+                    p.data["status"]["phase"] == "Running"
+                        && statuses.is_some_and(|s| {
+                            !s.is_empty() && s.iter().all(|c| c["state"]["running"].is_object())
+                        })
+                };
+                let running: Vec<(String, String)> = listed
+                    .iter()
+                    .filter(|p| started(p))
+                    .map(|p| {
+                        let node = p.data["spec"]["nodeName"].as_str().unwrap_or_default();
+                        (p.metadata.name.clone().unwrap_or_default(), node.to_owned())
+                    })
+                    .collect();
+                if running.len() == count { Ok(running) } else { Err(format!("{running:?}")) }
+            })
+            .await
     }
 
     /// Deletes it, then waits until `explain` no longer finds it and its pods are gone.
