@@ -15,7 +15,7 @@ use dispatch_kf_client::Change;
 use dispatch_kf_model::Snapshot;
 use dispatch_kf_model::internal::evidence::Kept;
 use dispatch_kf_model::keys;
-use dispatch_kf_model::view::{JobSet, Node, Pod, RuntimeCopy, TrainJob, View, Workload};
+use dispatch_kf_model::view::{JobSet, Meta, Node, Pod, RuntimeCopy, TrainJob, View, Workload};
 
 /// A TrainJob's place: its namespace and name.
 pub(crate) type Key = (String, String);
@@ -67,6 +67,16 @@ fn pod_key(pod: &Pod) -> Option<Key> {
     Some(key_of(pod.meta.namespace(), pod.meta.label(keys::JOBSET_NAME)?))
 }
 
+/// The objects of `objects` in `scope` (a namespace, or every namespace), as views.
+fn scoped<'a, T: Clone + 'a>(
+    objects: impl Iterator<Item = &'a T>,
+    meta: fn(&T) -> &Meta,
+    scope: Option<&str>,
+    view: fn(T) -> View,
+) -> Vec<View> {
+    objects.filter(|o| scope.is_none_or(|s| s == meta(o).namespace())).cloned().map(view).collect()
+}
+
 /// Where a Workload is filed.
 fn workload_key(w: &Workload) -> Option<(String, String)> {
     let uid = w.meta.label(keys::KUEUE_JOB_UID)?;
@@ -95,46 +105,20 @@ impl Store {
     /// each as if deleted, except that a pod listed away leaves no evidence (its last
     /// state was not seen).
     fn clear(&mut self, kind: Kind, scope: Option<&str>, touched: &mut Touched) {
-        let within = |namespace: &str| scope.is_none_or(|s| s == namespace);
         let views: Vec<View> = match kind {
-            Kind::TrainJob => self
-                .train_jobs
-                .values()
-                .filter(|t| within(t.meta.namespace()))
-                .cloned()
-                .map(View::TrainJob)
-                .collect(),
-            Kind::JobSet => self
-                .job_sets
-                .values()
-                .filter(|j| within(j.meta.namespace()))
-                .cloned()
-                .map(View::JobSet)
-                .collect(),
-            Kind::Workload => self
-                .workloads
-                .values()
-                .flat_map(HashMap::values)
-                .filter(|w| within(w.meta.namespace()))
-                .cloned()
-                .map(View::Workload)
-                .collect(),
-            Kind::Pod => self
-                .pods
-                .values()
-                .flat_map(HashMap::values)
-                .filter(|p| within(p.meta.namespace()))
-                .cloned()
-                .map(View::Pod)
-                .collect(),
-            Kind::Node => self.nodes.values().cloned().map(View::Node).collect(),
-            Kind::Runtime => self
-                .runtimes
-                .values()
-                .filter(|r| within(r.meta.namespace()))
-                .cloned()
-                .map(View::RuntimeCopy)
-                .collect(),
+            Kind::TrainJob => scoped(self.train_jobs.values(), |t| &t.meta, scope, View::TrainJob),
+            Kind::JobSet => scoped(self.job_sets.values(), |j| &j.meta, scope, View::JobSet),
+            Kind::Workload => {
+                let workloads = self.workloads.values().flat_map(HashMap::values);
+                scoped(workloads, |w| &w.meta, scope, View::Workload)
+            }
+            Kind::Pod => {
+                let pods = self.pods.values().flat_map(HashMap::values);
+                scoped(pods, |p| &p.meta, scope, View::Pod)
+            }
+            // Nodes have no namespace: a list of them replaces them all.
+            Kind::Node => scoped(self.nodes.values(), |n| &n.meta, None, View::Node),
+            Kind::Runtime => scoped(self.runtimes.values(), |r| &r.meta, scope, View::RuntimeCopy),
         };
         for view in views {
             self.remove(view, false, touched);

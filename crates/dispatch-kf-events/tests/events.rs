@@ -95,10 +95,7 @@ fn pods_of(sim: &Sim, name: &str) -> Vec<String> {
 }
 
 fn metric(telemetry: &Telemetry, series: &str) -> f64 {
-    let text = telemetry.metrics_text();
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
+    series_value(&telemetry.metrics_text(), series).unwrap_or(0.0)
 }
 
 const OOM_SERIES: &str = r#"dispatch_trainjob_executions_ended_total{namespace="training",runtime="torch-distributed",cause="out-of-memory",provenance="scheduler"}"#;
@@ -130,11 +127,7 @@ async fn a_hand_made_train_job_out_of_memory_is_told_once_regarding_it() {
 
 /// The ends of all the TrainJobs told so far, whatever their labels.
 fn ended_total(telemetry: &Telemetry) -> f64 {
-    let text = telemetry.metrics_text();
-    text.lines()
-        .filter(|l| l.starts_with("dispatch_trainjob_executions_ended_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+    series_sum(&telemetry.metrics_text(), "dispatch_trainjob_executions_ended_total", "")
 }
 
 /// The rank exits 1.

@@ -159,19 +159,16 @@ impl dispatch_kf_replica::Telemetry for Telemetry {
 mod tests {
     use dispatch_kf_model::internal::readmission::Decision;
     use dispatch_kf_replica::Telemetry as _;
+    use dispatch_kf_testkit::series_value;
 
     use super::*;
-
-    fn value(metrics: &str, series: &str) -> Option<f64> {
-        metrics.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-    }
 
     #[test]
     fn metrics_count_reconciles_decisions_errors_and_leadership() {
         let telemetry = Telemetry::new();
         telemetry.set_role(Role::StandingBy);
         let metrics = telemetry.metrics_text();
-        assert_eq!(value(&metrics, "dispatch_gate_leading"), Some(0.0), "{metrics}");
+        assert_eq!(series_value(&metrics, "dispatch_gate_leading"), Some(0.0), "{metrics}");
         assert!(metrics.ends_with("# EOF\n"), "{metrics}");
 
         telemetry.set_role(Role::Leading);
@@ -199,10 +196,10 @@ mod tests {
             ("dispatch_gate_errors_total{step=\"lease\"}", 1.0),
         ];
         for (series, want) in expected {
-            assert_eq!(value(&metrics, series), Some(want), "{series} in\n{metrics}");
+            assert_eq!(series_value(&metrics, series), Some(want), "{series} in\n{metrics}");
         }
         assert_eq!(
-            value(&metrics, "dispatch_gate_decisions_total{outcome=\"use_up_releases\"}"),
+            series_value(&metrics, "dispatch_gate_decisions_total{outcome=\"use_up_releases\"}"),
             None
         );
         for name in ["reconciles", "decisions", "errors"] {

@@ -428,11 +428,6 @@ async fn probe_server(telemetry: &Telemetry) -> std::net::SocketAddr {
     address
 }
 
-/// The value of one series in a /metrics text.
-fn series(metrics: &str, series: &str) -> Option<f64> {
-    metrics.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-}
-
 #[tokio::test]
 async fn the_probes_show_a_standby_then_a_leader_and_the_metrics_count_its_work() {
     let sim = kueue_cluster().await;
@@ -454,15 +449,15 @@ async fn the_probes_show_a_standby_then_a_leader_and_the_metrics_count_its_work(
     let object = first_admission(&sim, &b).await;
     let (status, metrics) = http_get(leader_probes, "/metrics").await;
     assert_eq!(status, 200);
-    assert_eq!(series(&metrics, "dispatch_gate_leading"), Some(1.0), "{metrics}");
+    assert_eq!(series_value(&metrics, "dispatch_gate_leading"), Some(1.0), "{metrics}");
     let reconciles = "dispatch_gate_reconciles_total{object=\"workload\"}";
-    assert!(series(&metrics, reconciles).is_some_and(|n| n >= 1.0), "{metrics}");
+    assert!(series_value(&metrics, reconciles).is_some_and(|n| n >= 1.0), "{metrics}");
     let checks = "dispatch_gate_reconciles_total{object=\"admission_check\"}";
-    assert!(series(&metrics, checks).is_some_and(|n| n >= 1.0), "{metrics}");
+    assert!(series_value(&metrics, checks).is_some_and(|n| n >= 1.0), "{metrics}");
     let approved = "dispatch_gate_decisions_total{outcome=\"approve\"}";
-    assert!(series(&metrics, approved).is_some_and(|n| n >= 1.0), "{metrics}");
+    assert!(series_value(&metrics, approved).is_some_and(|n| n >= 1.0), "{metrics}");
     let (_, metrics) = http_get(standby_probes, "/metrics").await;
-    assert_eq!(series(&metrics, "dispatch_gate_leading"), Some(0.0), "{metrics}");
+    assert_eq!(series_value(&metrics, "dispatch_gate_leading"), Some(0.0), "{metrics}");
     assert!(!metrics.contains("dispatch_gate_decisions_total{"), "a standby decides nothing");
     assert!(!metrics.contains("dispatch_gate_reconciles_total{"), "nor reconciles");
 
@@ -471,10 +466,10 @@ async fn the_probes_show_a_standby_then_a_leader_and_the_metrics_count_its_work(
     sim.advance(Duration::from_secs(LEASE_SECS + 1));
     eventually("gate-b leads", || (standby.role() == Role::Leading).then_some(())).await;
     let (_, metrics) = http_get(standby_probes, "/metrics").await;
-    assert_eq!(series(&metrics, "dispatch_gate_leading"), Some(1.0), "{metrics}");
+    assert_eq!(series_value(&metrics, "dispatch_gate_leading"), Some(1.0), "{metrics}");
     hold_release_runs_as(&sim, &b, &object, "2").await;
     let (_, metrics) = http_get(standby_probes, "/metrics").await;
-    assert!(series(&metrics, approved).is_some_and(|n| n >= 1.0), "the new leader decides");
+    assert!(series_value(&metrics, approved).is_some_and(|n| n >= 1.0), "the new leader decides");
     second.shut_down().await;
     assert_eq!(http_get(standby_probes, "/readyz").await.0, 503, "shut down");
 }

@@ -242,6 +242,42 @@ pub fn memory_kib_of(pid: u32, key: &str) -> f64 {
     memory_kib_in(&format!("/proc/{pid}/status"), key)
 }
 
+/// The value of the series `series` (its name and labels, as written) in a Prometheus
+/// text exposition (`/metrics`), when it is there.
+pub fn series_value(metrics: &str, series: &str) -> Option<f64> {
+    metrics.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// The sum of every series of the metric `name` whose labels contain `labels` (`""` for
+/// all of them).
+pub fn series_sum(metrics: &str, name: &str, labels: &str) -> f64 {
+    let head = format!("{name}{{");
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(&head) && l.contains(labels))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// This process's CPU time, user and system (`/proc/self/stat`).
+pub fn cpu_time() -> std::time::Duration {
+    cpu_time_in("/proc/self/stat")
+}
+
+/// [`cpu_time`] of the process `pid`.
+pub fn cpu_time_of(pid: u32) -> std::time::Duration {
+    cpu_time_in(&format!("/proc/{pid}/stat"))
+}
+
+fn cpu_time_in(stat: &str) -> std::time::Duration {
+    let stat = std::fs::read_to_string(stat).unwrap_or_default();
+    // The fields after the command's name, which is in parentheses: state is field 0,
+    // utime 11, stime 12, in clock ticks of 10 ms on Linux.
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    std::time::Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
 fn memory_kib_in(status: &str, key: &str) -> f64 {
     let status = std::fs::read_to_string(status).unwrap_or_default();
     status

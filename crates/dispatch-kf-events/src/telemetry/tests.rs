@@ -2,6 +2,7 @@
 
 use dispatch_core::{Cause, CauseKind, ObjectKind, ObjectRef, ObjectState, Provenance};
 use dispatch_kf_replica::Telemetry as _;
+use dispatch_kf_testkit::series_value;
 
 use super::*;
 
@@ -35,10 +36,6 @@ fn out_of_memory() -> Report {
     }
 }
 
-fn value(metrics: &str, series: &str) -> Option<f64> {
-    metrics.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-}
-
 #[test]
 fn the_gauges_follow_each_train_job_and_only_a_leader_serves_them() {
     let t = Telemetry::new(true);
@@ -47,20 +44,24 @@ fn the_gauges_follow_each_train_job_and_only_a_leader_serves_them() {
     t.observed("uid-a", Some(&obs("a", ObjectState::Ended, CauseKind::OutOfMemory)));
     t.observed("uid-a", Some(&obs("a", ObjectState::Ended, CauseKind::OutOfMemory)));
     t.set_role(Role::StandingBy);
-    assert_eq!(value(&t.metrics_text(), "dispatch_trainjobs{"), None, "a standby serves none");
+    assert_eq!(
+        series_value(&t.metrics_text(), "dispatch_trainjobs{"),
+        None,
+        "a standby serves none"
+    );
 
     t.set_role(Role::Leading);
     let m = t.metrics_text();
     let running = r#"dispatch_trainjobs{namespace="team",state="running",cause="none"}"#;
     let oom = r#"dispatch_trainjobs{namespace="team",state="ended",cause="out-of-memory"}"#;
-    assert_eq!((value(&m, running), value(&m, oom)), (Some(1.0), Some(1.0)), "{m}");
+    assert_eq!((series_value(&m, running), series_value(&m, oom)), (Some(1.0), Some(1.0)), "{m}");
     let a = r#"dispatch_trainjob_status{namespace="team",trainjob="a",state="ended",cause="out-of-memory"}"#;
-    assert_eq!(value(&m, a), Some(1.0), "{m}");
+    assert_eq!(series_value(&m, a), Some(1.0), "{m}");
     assert!(!m.contains(r#"trainjob="a",state="running""#), "the old series went: {m}");
 
     t.observed("uid-b", None);
     let m = t.metrics_text();
-    assert_eq!(value(&m, running), Some(0.0), "{m}");
+    assert_eq!(series_value(&m, running), Some(0.0), "{m}");
     assert!(!m.contains(r#"trainjob="b""#), "{m}");
     assert!(m.ends_with("# EOF\n"), "{m}");
 }
@@ -75,9 +76,9 @@ fn the_counter_counts_events_created_by_their_labels() {
     t.set_role(Role::StandingBy);
     let m = t.metrics_text();
     let series = r#"dispatch_trainjob_executions_ended_total{namespace="team",runtime="torch-distributed",cause="out-of-memory",provenance="scheduler"}"#;
-    assert_eq!(value(&m, series), Some(2.0), "{m}");
-    assert_eq!(value(&m, r#"dispatch_events_errors_total{step="event"}"#), Some(1.0), "{m}");
-    assert_eq!(value(&m, "dispatch_events_leading"), Some(0.0), "{m}");
+    assert_eq!(series_value(&m, series), Some(2.0), "{m}");
+    assert_eq!(series_value(&m, r#"dispatch_events_errors_total{step="event"}"#), Some(1.0), "{m}");
+    assert_eq!(series_value(&m, "dispatch_events_leading"), Some(0.0), "{m}");
     assert!(!m.contains("dispatch_trainjob_status"), "per TrainJob only behind the flag: {m}");
 }
 

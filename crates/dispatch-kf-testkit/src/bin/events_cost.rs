@@ -22,7 +22,9 @@ use std::time::Duration;
 use dispatch_kf_client::resources::{EVENT, POD, Resource, TRAIN_JOB};
 use dispatch_kf_model::keys;
 use dispatch_kf_testkit::commands::{self, proxy_kubeconfig};
-use dispatch_kf_testkit::{Proxy, containers_ended, crowd, memory_kib_of, try_http_get};
+use dispatch_kf_testkit::{
+    Proxy, containers_ended, crowd, memory_kib_of, series_value, try_http_get,
+};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -62,18 +64,6 @@ impl Options {
     }
 }
 
-/// A process's CPU time (user and system), in seconds, from `/proc/<pid>/stat`.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The fields after the command's name, which is in parentheses.
-    let fields: Vec<&str> =
-        stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("").split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are the 14th and 15th fields, the 12th and 13th after the name;
-    // the kernel counts in 100ths of a second on Linux.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 /// One reading of the controller: its requests and bytes through the proxy, CPU time,
 /// resident memory now and at its peak.
 #[derive(Clone, Copy, Debug)]
@@ -91,15 +81,24 @@ fn read(proxy: &Proxy, pid: u32) -> Reading {
         at: Instant::now(),
         requests: proxy.requests_seen(),
         bytes: proxy.bytes_received(),
-        cpu: cpu_seconds(pid),
+        cpu: dispatch_kf_testkit::cpu_time_of(pid).as_secs_f64(),
         rss_kib: memory_kib_of(pid, "VmRSS"),
         peak_kib: memory_kib_of(pid, "VmHWM"),
     }
 }
 
-/// The value of a series without labels in a `/metrics` text.
-fn metric(text: &str, series: &str) -> Option<f64> {
-    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+/// One row of the figures: what the controller did between `from` and `to` (time,
+/// requests, bytes received, CPU), and its memory at `to`.
+fn row(what: &str, from: &Reading, to: &Reading) {
+    println!(
+        "| {what} | {:.1} s | {} | {:.2} MB | {:.2} s | {:.0} MiB ({:.0} MiB) |",
+        (to.at - from.at).as_secs_f64(),
+        to.requests - from.requests,
+        (to.bytes - from.bytes) as f64 / 1e6,
+        to.cpu - from.cpu,
+        to.rss_kib / 1024.0,
+        to.peak_kib / 1024.0
+    );
 }
 
 async fn bench(options: &Options) -> Result<bool, String> {
@@ -131,7 +130,6 @@ async fn bench(options: &Options) -> Result<bool, String> {
     let address = probes.local_addr().map_err(|e| e.to_string())?;
     drop(probes);
     let log = std::fs::File::create(dir.join("controller.log")).map_err(|e| e.to_string())?;
-    let before = (proxy.requests_seen(), proxy.bytes_received());
     let mut controller = tokio::process::Command::new(&options.controller)
         .arg("--kubeconfig")
         .arg(&kubeconfig)
@@ -144,7 +142,8 @@ async fn bench(options: &Options) -> Result<bool, String> {
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", options.controller))?;
     let pid = controller.id().ok_or("the controller exited at once")?;
-    let started = Instant::now();
+    // Before its first request: nothing of the process counted yet.
+    let started = Reading { cpu: 0.0, rss_kib: 0.0, peak_kib: 0.0, ..read(&proxy, pid) };
     let synced = loop {
         if let Ok(Some(status)) = controller.try_wait() {
             let log = std::fs::read_to_string(dir.join("controller.log")).unwrap_or_default();
@@ -153,12 +152,12 @@ async fn bench(options: &Options) -> Result<bool, String> {
         // Nothing answers until it listens; a GET is bounded so a stuck one cannot hang.
         let get = tokio::time::timeout(Duration::from_secs(2), try_http_get(address, "/metrics"));
         if let Ok(Ok((200, text))) = get.await
-            && metric(&text, "dispatch_events_synced") == Some(1.0)
-            && metric(&text, "dispatch_events_leading") == Some(1.0)
+            && series_value(&text, "dispatch_events_synced") == Some(1.0)
+            && series_value(&text, "dispatch_events_leading") == Some(1.0)
         {
             break read(&proxy, pid);
         }
-        if started.elapsed() > Duration::from_secs(600) {
+        if started.at.elapsed() > Duration::from_secs(600) {
             return Err("the controller did not list everything within 10 minutes".into());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -171,8 +170,6 @@ async fn bench(options: &Options) -> Result<bool, String> {
     let _ = controller.start_kill();
     let _ = controller.wait().await;
 
-    let sync_seconds = (synced.at - started).as_secs_f64();
-    let idle_seconds = (idle.at - synced.at).as_secs_f64();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "\n`cargo xtask bench events`: {} TrainJobs over {} namespaces (JobSets made by the Trainer; no pods)",
@@ -182,31 +179,9 @@ async fn bench(options: &Options) -> Result<bool, String> {
     println!(
         "\n| | time | requests | received | CPU | resident (peak) |\n|---|---|---|---|---|---|"
     );
-    println!(
-        "| start, until every watch has listed | {sync_seconds:.1} s | {} | {:.1} MB | {:.2} s | {:.0} MiB ({:.0} MiB) |",
-        synced.requests - before.0,
-        (synced.bytes - before.1) as f64 / 1e6,
-        synced.cpu,
-        synced.rss_kib / 1024.0,
-        synced.peak_kib / 1024.0
-    );
-    println!(
-        "| idle | {idle_seconds:.0} s | {} | {:.2} MB | {:.2} s | {:.0} MiB ({:.0} MiB) |",
-        idle.requests - synced.requests,
-        (idle.bytes - synced.bytes) as f64 / 1e6,
-        idle.cpu - synced.cpu,
-        idle.rss_kib / 1024.0,
-        idle.peak_kib / 1024.0
-    );
-    println!(
-        "| one TrainJob made, run, ended out of memory, told | {:.1} s | {} | {:.2} MB | {:.2} s | {:.0} MiB ({:.0} MiB) |",
-        (after.at - idle.at).as_secs_f64(),
-        after.requests - idle.requests,
-        (after.bytes - idle.bytes) as f64 / 1e6,
-        after.cpu - idle.cpu,
-        after.rss_kib / 1024.0,
-        after.peak_kib / 1024.0
-    );
+    row("start, until every watch has listed", &started, &synced);
+    row("idle", &synced, &idle);
+    row("one TrainJob made, run, ended out of memory, told", &idle, &after);
     println!(
         "\nout of memory -> TrainJob Failed (upstream): {failed_in:.2} s; Failed -> its Event: {told_in:.2} s"
     );

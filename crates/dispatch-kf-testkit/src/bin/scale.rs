@@ -255,7 +255,7 @@ async fn finds(
     let mut latencies = Vec::new();
     let mut requests = Vec::new();
     let mut bytes = Vec::new();
-    let cpu = cpu_time();
+    let cpu = dispatch_kf_testkit::cpu_time();
     for i in 0..FINDS {
         let (r0, b0) =
             (counter.all.load(Ordering::Relaxed), proxy.received.load(Ordering::Relaxed));
@@ -265,7 +265,7 @@ async fn finds(
         requests.push(counter.all.load(Ordering::Relaxed) - r0);
         bytes.push(proxy.received.load(Ordering::Relaxed) - b0);
     }
-    let cpu = cpu_time() - cpu;
+    let cpu = dispatch_kf_testkit::cpu_time() - cpu;
     latencies.sort();
     requests.sort();
     bytes.sort();
@@ -501,16 +501,6 @@ async fn pipe(client: TcpStream, server: TcpStream, received: Arc<AtomicU64>) {
         let _ = client_write.shutdown().await;
     };
     tokio::join!(up, down);
-}
-
-/// This process's CPU time, user and system (`/proc/self/stat`, in clock ticks of
-/// 10 ms).
-fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
-    // After the command's name: state is field 0, utime 11, stime 12.
-    Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
 
 fn resident_kib() -> f64 {

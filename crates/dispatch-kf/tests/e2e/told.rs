@@ -192,12 +192,8 @@ impl CauseController {
     pub(crate) async fn ended_here(&self, target: &Target) -> Option<f64> {
         let namespace = format!("namespace=\"{NAMESPACE}\"");
         let text = self.metrics(target).await?;
-        let counted = text
-            .lines()
-            .filter(|l| l.starts_with("dispatch_trainjob_executions_ended_total{"))
-            .filter(|l| l.contains(&namespace))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
-        Some(counted.sum())
+        let name = "dispatch_trainjob_executions_ended_total";
+        Some(dispatch_kf_testkit::series_sum(&text, name, &namespace))
     }
 
     /// Waits until it has counted `count` ends in the suite's namespace (the counter
