@@ -18,8 +18,9 @@
 //!   `docs/*.md`) cites a reference page kept outside the repository (`seeds/*.txt`,
 //!   `spec/*.md`) or one of the project's issues (`issue N`): each says the fact itself,
 //!   and reads with the repository alone;
-//! - every `docs/<page>.md` or `docs/<page>.md#<anchor>` a `.rs` file cites names a page
-//!   of `docs/` and, with an anchor, one of that page's headings as GitHub slugs it.
+//! - every `docs/<page>.md` or `docs/<page>.md#<anchor>` a `.rs` file or a page cites
+//!   names a page of `docs/` and, with an anchor, one of that page's headings as GitHub
+//!   slugs it.
 //! - every test a page cites exists (`cited_tests`);
 //! - no two files import each other (`import_circles`);
 //! - every link of a page leads to a file and, with an anchor, a heading (`page_links`).
@@ -388,12 +389,27 @@ fn issue_references_are_found_in_any_case_with_or_without_a_hash() {
     assert_eq!(found, expected);
 }
 
+/// The files that cite pages by their path from the project's root: every `.rs` file,
+/// every page a reader is sent to, and the notes beside the fixtures.
+fn files_citing_docs() -> Vec<PathBuf> {
+    let mut files = workspace_rust_files();
+    files.extend(markdown_pages());
+    let fixtures = project_root().join("fixtures");
+    for entry in fs::read_dir(&fixtures).unwrap().flatten() {
+        let notes = entry.path().join("SOURCES.md");
+        if notes.is_file() {
+            files.push(notes);
+        }
+    }
+    files
+}
+
 #[test]
 fn docs_citations_name_a_page_and_one_of_its_headings() {
     let docs = project_root().join("docs");
     let mut pages: HashMap<String, Option<Vec<String>>> = HashMap::new();
     let mut found = Vec::new();
-    for file in workspace_rust_files() {
+    for file in files_citing_docs() {
         let text = fs::read_to_string(&file).unwrap();
         for citation in citations(&text, "docs/", ".md", true) {
             let page = pages.entry(citation.page.to_owned()).or_insert_with(|| {
