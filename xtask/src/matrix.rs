@@ -19,6 +19,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The line of the page below which the matrix writes; the tidy checks read above it.
+#[cfg(test)]
+pub(crate) use render::MARKER;
 use results::{ModeRun, Results, StackRun, Verdict};
 
 use crate::cluster::{self, STACKS, Stack, Support};

@@ -1,8 +1,9 @@
 //! The sim's layers, kept by a test that reads its source (as a tidy test does): every
 //! module of `src/` names, through `crate::` and `super::` paths (a `use` read whole,
-//! over all its lines), only modules of its own layer or of the layers below it. So nothing below the registry names a
-//! controller or an HTTP module, no controller names a request type, and the store
-//! names neither; and above the registry nothing writes the store but through it.
+//! over all its lines), only modules of its own layer or of the layers below it. So
+//! nothing below the registry names a controller or an HTTP module, no controller names
+//! a request type, and the store names neither; and above the registry nothing writes
+//! the store but through it.
 //! `docs/dev/sim.md` ("Code map") describes the layers.
 
 use std::path::{Path, PathBuf};

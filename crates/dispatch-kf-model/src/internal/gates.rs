@@ -247,6 +247,19 @@ fn hold(
     Ok(Edit::Write)
 }
 
+/// The checks every Release makes first: whether the hold of `instance` is in force on
+/// `held` (`false`: no hold is, so the Release writes nothing), refusing instance 0, a
+/// malformed object and another instance's hold (*stale hold*).
+fn hold_to_release(held: &Value, instance: u64) -> Result<bool, Error> {
+    well_formed(held)?;
+    check_instance(instance)?;
+    match hold_in_force(held)? {
+        None => Ok(false),
+        Some(k) if k != instance => Err(stale(instance, k)),
+        Some(_) => Ok(true),
+    }
+}
+
 /// Plain-mode Release of `instance`: when the gate has been lifted, runs the TrainJob
 /// again as a new execution (admission + 1), once the previous execution's pods are
 /// gone; when it never was, only removes the hold. No hold in force writes nothing.
@@ -255,12 +268,8 @@ pub fn release_plain(
     instance: u64,
     situation: &Situation,
 ) -> Result<Edit, Error> {
-    well_formed(train_job)?;
-    check_instance(instance)?;
-    match hold_in_force(train_job)? {
-        None => return Ok(Edit::Unchanged),
-        Some(k) if k != instance => return Err(stale(instance, k)),
-        Some(_) => {}
+    if !hold_to_release(train_job, instance)? {
+        return Ok(Edit::Unchanged);
     }
     if annotation(train_job, keys::ANN_ENDED).is_some() {
         return Err(Error::rejected(
@@ -302,12 +311,8 @@ pub fn release_kueue(
     instance: u64,
     situation: &Situation,
 ) -> Result<Edit, Error> {
-    well_formed(workload)?;
-    check_instance(instance)?;
-    match hold_in_force(workload)? {
-        None => return Ok(Edit::Unchanged),
-        Some(k) if k != instance => return Err(stale(instance, k)),
-        Some(_) => {}
+    if !hold_to_release(workload, instance)? {
+        return Ok(Edit::Unchanged);
     }
     if !situation.pods_remaining.is_empty() {
         return Err(pods_remain("release", &situation.pods_remaining));

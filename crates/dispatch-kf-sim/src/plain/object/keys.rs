@@ -1,6 +1,6 @@
 //! The names the sim's parts share: the GPU resource and how many a pod or a Workload
-//! asks for, the labels JobSet puts on its Jobs, the labels and annotations of Kueue, the Trainer's `managedBy` value and the runtime
-//! kinds it registers. Admission, the store's indexes and the controllers read them
+//! asks for, the labels JobSet puts on its Jobs, the labels and annotations of Kueue,
+//! the Trainer's `managedBy` value and the runtime kinds it registers. Admission, the store's indexes and the controllers read them
 //! here, so none of them reaches into another for a constant.
 
 use serde_json::{Value, json};
